@@ -1,0 +1,3 @@
+from memnet.cli import main
+
+raise SystemExit(main())

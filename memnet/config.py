@@ -1,0 +1,168 @@
+"""Experiment configuration: nested dataclasses with defaults in code.
+
+config.yaml holds the experiment; the command line tweaks it with dotted overrides
+(``--model.hops=4 --train.lr=0.005``). Unknown keys and wrong types are rejected with a
+message that names the key. The same field names are used in YAML, on the command line,
+in the dataclasses and in checkpoints.
+"""
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from memnet.errors import MemnetError
+
+
+class ConfigError(MemnetError):
+    pass
+
+
+@dataclass
+class DataConfig:
+    dir: str = ""  # folder of bAbI files (official en/, en-valid/, or generated)
+    task: str = "16"  # a task spec: 16, 1-20, 1,2,16 or chain
+    memory_size: int = 50  # the most recent sentences kept as memory
+    valid_fraction: float = 0.1  # share of train held out when the folder has no valid split
+
+
+@dataclass
+class ModelConfig:
+    type: str = "memn2n"  # memn2n or transformer
+    dim: int = 20  # embedding size d
+    hops: int = 3  # maximum number of hops K
+    encoding: str = "pe"  # bow or pe (position encoding)
+    temporal: bool = True  # temporal encoding T_A, T_C
+    tying: str = "adjacent"  # adjacent or layerwise
+    init_std: float = 0.1
+    stopping: bool = False  # learned halting unit
+    halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
+    halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
+    masking: str = "off"  # visited-memory masking: off, hard or soft
+    # transformer reader
+    layers: int = 2
+    heads: int = 2
+    ff_dim: int = 80
+    scale: bool = True  # divide attention scores by sqrt(d_k)
+
+
+@dataclass
+class TrainConfig:
+    epochs: int = 100
+    batch_size: int = 32
+    lr: float = 0.01
+    lr_decay_every: int = 25  # halve the learning rate every this many epochs
+    max_grad_norm: float = 40.0
+    linear_start_epochs: int = 20  # 0 disables linear start
+    random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
+    attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
+    restarts: int = 1  # independent seeds; the best on validation is kept
+    seed: int = 0
+    eval_every: int = 10
+    threads: int = 2
+    device: str = "cpu"
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+
+def _coerce(value: Any, typ: Any, key: str) -> Any:
+    """Check `value` against a field's type, converting strings from the command line."""
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.lower() in ("true", "false", "yes", "no", "1", "0", "on", "off"):
+            return value.lower() in ("true", "yes", "1", "on")
+    elif typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str):
+            try:
+                return int(value)
+            except ValueError:
+                pass
+    elif typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif typ is str:
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            return str(value)
+    else:
+        raise ConfigError(f"{key}: unsupported field type {typ}")
+    raise ConfigError(f"{key}: expected {typ.__name__}, found {value!r}")
+
+
+def _update(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
+    if not isinstance(values, dict):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, found {values!r}")
+    hints = typing.get_type_hints(type(obj))
+    fields = {f.name for f in dataclasses.fields(obj)}
+    for name, value in values.items():
+        key = prefix + str(name)
+        if name not in fields:
+            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(sorted(prefix + f for f in fields))})")
+        current = getattr(obj, name)
+        if dataclasses.is_dataclass(current):
+            _update(current, value, key + ".")
+        else:
+            setattr(obj, name, _coerce(value, hints[name], key))
+
+
+def from_dict(values: dict[str, Any] | None) -> Config:
+    cfg = Config()
+    _update(cfg, values or {})
+    return cfg
+
+
+def load(path: str | Path | None = None, overrides: list[str] | dict[str, Any] | None = None) -> Config:
+    """Defaults, then the YAML file (if any), then dotted overrides ('model.hops=4' or {'model.hops': 4})."""
+    values: dict[str, Any] = {}
+    if path is not None:
+        try:
+            values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read config ({e.strerror})") from None
+        except yaml.YAMLError as e:
+            raise ConfigError(f"{path}: not valid YAML ({e})") from None
+        if not isinstance(values, dict):
+            raise ConfigError(f"{path}: expected a mapping at the top level, found {type(values).__name__}")
+    cfg = from_dict(values)
+    apply_overrides(cfg, overrides or [])
+    return cfg
+
+
+def apply_overrides(cfg: Config, overrides: list[str] | dict[str, Any]) -> Config:
+    items = overrides.items() if isinstance(overrides, dict) else (_split_override(o) for o in overrides)
+    for key, value in items:
+        *parents, leaf = key.split(".")
+        nested: dict[str, Any] = {leaf: value}
+        for parent in reversed(parents):
+            nested = {parent: nested}
+        _update(cfg, nested)
+    return cfg
+
+
+def _split_override(text: str) -> tuple[str, str]:
+    key, sep, value = text.removeprefix("--").partition("=")
+    if not sep or not key:
+        raise ConfigError(f"override: expected --section.key=value, found {text!r}")
+    return key, value
