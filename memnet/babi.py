@@ -114,6 +114,18 @@ def samples(stories: Iterable[Story]) -> Iterator[Sample]:
                 facts.append(line)
 
 
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words without punctuation: 'What colour is Greg?' -> ['what', 'colour', 'is', 'greg']."""
+    return _WORD.findall(text.lower())
+
+
+def answer_words(answer: str) -> list[str]:
+    """'apple,football' -> ['apple', 'football']."""
+    return [w for w in answer.lower().split(",") if w]
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
 # ---------------------------------------------------------------------------- reading
 
 _ID = re.compile(r"(\d+) (.*)")
