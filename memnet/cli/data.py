@@ -1,0 +1,139 @@
+"""Data subcommands: generate, show, stats, check."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from memnet import generator, solver, stats
+from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.errors import MemnetError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("generate", help="write bAbI-style task files from the simulated world")
+    p.add_argument("--task", default="1-20", help="task number, range (1-20), list (1,2,16) or 'chain' (default: 1-20)")
+    p.add_argument("--train", type=int, default=1000, help="training questions per task (default: 1000)")
+    p.add_argument("--valid", type=int, default=0, help="validation questions per task (default: 0, no valid file)")
+    p.add_argument("--test", type=int, default=1000, help="test questions per task (default: 1000)")
+    p.add_argument("--seed", type=int, default=0, help="seed; train, valid and test use disjoint streams of it")
+    p.add_argument("--out", required=True, help="output folder (official file names)")
+    p.add_argument("--questions", type=int, help="questions per story (default: the task's official setting)")
+    p.add_argument("--length", type=int, help="story length (default: the task's official setting)")
+    p.add_argument("--actors", type=int, help="number of actors/entities (default: official)")
+    p.add_argument("--distractors", type=int, help="distractor sentences (default: official)")
+    p.add_argument("--hops", type=int, default=4, help="chain family: questions need 1..HOPS hops (default: 4)")
+    p.set_defaults(func=cmd_generate)
+
+    p = subparsers.add_parser("show", help="print stories with their questions, answers and supporting facts")
+    p.add_argument("dir", help="folder of bAbI files")
+    p.add_argument("--task", default="16", help="task number or 'chain' (default: 16)")
+    p.add_argument("--split", default="train", choices=SPLITS, help="split (default: train)")
+    p.add_argument("-n", type=int, default=3, help="number of stories (default: 3)")
+    p.set_defaults(func=cmd_show)
+
+    p = subparsers.add_parser("stats", help="per task and split: stories, questions, lengths, vocabulary, answers")
+    p.add_argument("dir", help="folder of bAbI files")
+    p.add_argument("--compare", metavar="OTHER_DIR", help="hold this folder against another (e.g. the official en/)")
+    p.add_argument("--task", help="only these tasks (default: all found)")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_stats)
+
+    p = subparsers.add_parser("check", help="format and solver check of a dataset; exit 0 only if all holds")
+    p.add_argument("dir", help="folder of bAbI files")
+    p.add_argument("--task", help="only these tasks (default: all found)")
+    p.add_argument("--show", type=int, default=3, help="disagreements to print per file (default: 3)")
+    p.set_defaults(func=cmd_check)
+
+
+def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
+    if spec is None:
+        if folder is not None and not Path(folder).is_dir():
+            raise MemnetError(f"{folder}: expected a folder of bAbI files, found no such folder")
+        tasks = folder_tasks(folder)
+        if not tasks:
+            raise MemnetError(f"{folder}: expected bAbI task files (qaN_<name>_<split>.txt or qaN_<split>.txt), found none")
+        return tasks
+    try:
+        return parse_tasks(spec)
+    except ValueError as e:
+        raise MemnetError(str(e)) from None
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
+    available = generator.available_tasks()
+    tasks = _tasks(args.task)
+    missing = [t for t in tasks if t not in available]
+    if missing:
+        raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
+    for task in tasks:
+        for path in generator.write_dataset(args.out, task, args.train, args.test, args.seed, knobs, args.valid):
+            print(f"wrote {path}")
+    return 0
+
+
+def _print_story(story: Story) -> None:
+    width = len(str(story.lines[-1].id))
+    for line in story.lines:
+        if line.is_question:
+            support = " ".join(map(str, line.support))
+            print(f"  {line.id:>{width}} {line.text}  ->  {line.answer}  (supporting facts {support})")
+        else:
+            print(f"  {line.id:>{width}} {line.text}")
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    task = _tasks(args.task)[0]
+    path = find_task_file(args.dir, task, args.split)
+    if path is None:
+        raise MemnetError(f"{args.dir}: expected a {args.split} file for task {task}, found none")
+    stories = read_file(path)
+    for i, story in enumerate(stories[: args.n]):
+        print(f"{path.name}: story {i + 1} of {len(stories)}")
+        _print_story(story)
+        print()
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    tasks = _tasks(args.task, args.dir)
+    ours = stats.folder_stats(args.dir, tasks)
+    theirs = stats.folder_stats(args.compare, tasks) if args.compare else None
+    if args.json:
+        print(json.dumps(stats.to_json(ours, theirs), indent=1))
+    elif theirs is not None:
+        print(stats.format_comparison(ours, theirs))
+    else:
+        print(stats.format_table(ours))
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    tasks = _tasks(args.task, args.dir)
+    solvable = set(solver.available_tasks())
+    ok = True
+    for task in tasks:
+        for split in SPLITS:
+            path = find_task_file(args.dir, task, split)
+            if path is None:
+                continue
+            try:
+                stories = read_file(path)
+            except BabiFormatError as e:
+                print(f"FAIL {e}")
+                ok = False
+                continue
+            n = sum(len(s.questions) for s in stories)
+            if task not in solvable:
+                print(f"ok   {path.name}: {n} questions parse (no solver for task {task})")
+                continue
+            wrong = solver.check(task, stories)
+            ok &= not wrong
+            print(f"{'ok  ' if not wrong else 'FAIL'} {path.name}: {n} questions, "
+                  f"{len(wrong)} disagree with the solver")
+            for d in wrong[: args.show]:
+                print(f"       story {d.story + 1}, line {d.line} {d.question!r}: file says "
+                      f"{d.expected.answer} ({' '.join(map(str, d.expected.support))}), solver says "
+                      f"{d.found.answer} ({' '.join(map(str, d.found.support))})")
+    return 0 if ok else 1

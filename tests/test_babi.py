@@ -1,0 +1,156 @@
+"""The bAbI format: official files parse and round-trip; bad input gets a clear error."""
+import re
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from memnet import babi
+from memnet.babi import BabiFormatError, Line, Story
+
+
+def test_all_official_files_parse_and_write_back_byte_identical(babi_dir):
+    files = sorted((babi_dir / "en").glob("qa*.txt")) + sorted((babi_dir / "en-valid").glob("qa*.txt"))
+    assert len(files) == 100
+    questions = {}
+    for path in files:
+        stories = babi.read_file(path)
+        questions[path] = sum(len(s.questions) for s in stories)
+        task = int(re.match(r"qa(\d+)", path.name).group(1))
+        assert babi.format_stories(stories, babi.space_before_tab(task)) == path.read_text(encoding="utf-8"), path
+    for path, n in questions.items():
+        if path.name.endswith("_valid.txt"):  # en-valid splits the 1k training stories 90/10
+            assert n + questions[path.with_name(path.name.replace("_valid", "_train"))] == 1000, path
+        elif path.parent.name == "en" or path.name.endswith("_test.txt"):
+            assert n == 1000, path
+
+
+def test_reads_both_layouts(babi_dir):
+    assert babi.find_task_file(babi_dir / "en", 16, "train").name == "qa16_basic-induction_train.txt"
+    assert babi.find_task_file(babi_dir / "en-valid", 16, "valid").name == "qa16_valid.txt"
+    assert babi.find_task_file(babi_dir / "en", 16, "valid") is None
+    assert babi.folder_tasks(babi_dir / "en") == list(range(1, 21))
+
+
+def test_question_fields():
+    (story,) = babi.parse_lines(["1 Greg is a swan.", "2 Julius is a swan.", "3 Julius is green.",
+                                  "4 What color is Greg? \tgreen\t1 2 3", "5 What is Mary carrying? \tapple,football\t3"])
+    q = story.questions[0]
+    assert (q.id, q.text, q.answer, q.support) == (4, "What color is Greg?", "green", (1, 2, 3))
+    assert babi.answer_words(story.questions[1].answer) == ["apple", "football"]
+    (sample, _) = babi.samples([story])
+    assert [f.id for f in sample.facts] == [1, 2, 3]
+    assert sample.support_positions == (0, 1, 2)
+
+
+def test_ids_restart_per_story():
+    stories = babi.parse_lines(["1 A is b.", "2 Where is A? \tb\t1", "1 C is d.", "2 Where is C? \td\t1"])
+    assert [len(s.lines) for s in stories] == [2, 2]
+
+
+BAD = [
+    (["1 Mary went home.", "2 Where is Mary?\thome"], 2, "3 tab-separated fields"),
+    (["x Mary went home."], 1, "integer ID"),
+    (["1 Mary went home.", "3 John left."], 2, "id 2"),
+    (["1 Mary went home.", "2 Where is Mary? \thome\t7"], 2, "earlier lines"),
+    (["1 Mary went home.", "2 Where is Mary? \thome\t1", "3 Where? \thome\t2"], 3, "point at facts"),
+    (["1 Mary went home.", "2 Where is Mary? \t\t1"], 2, "non-empty answer"),
+    (["1 Mary went home.", "2 Where is Mary? \thome\tone"], 2, "integers"),
+    (["2 Mary went home."], 1, "starting at id 1"),
+]
+
+
+@pytest.mark.parametrize("lines,lineno,expected", BAD)
+def test_bad_lines_name_file_line_and_expectation(lines, lineno, expected):
+    with pytest.raises(BabiFormatError) as e:
+        babi.parse_lines(lines, "x.txt")
+    assert e.value.lineno == lineno
+    assert str(e.value).startswith(f"x.txt:{lineno}: expected ")
+    assert expected in str(e.value)
+
+
+def test_not_utf8(tmp_path):
+    path = tmp_path / "qa1_train.txt"
+    path.write_bytes(b"1 Mary went home.\n2 Mary \xff went.\n")
+    with pytest.raises(BabiFormatError, match=r"qa1_train.txt:2: expected UTF-8"):
+        babi.read_file(path)
+
+
+def test_write_is_atomic_and_round_trips(tmp_path):
+    stories = [Story([Line(1, "Mary went home."), Line(2, "Where is Mary?", "home", (1,))])]
+    path = tmp_path / "out" / "qa1_single-supporting-fact_train.txt"
+    babi.write_file(path, stories)
+    assert path.read_text() == "1 Mary went home.\n2 Where is Mary? \thome\t1\n"
+    assert babi.read_file(path) == stories
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left behind
+
+
+def test_parse_tasks():
+    assert babi.parse_tasks("16") == [16]
+    assert babi.parse_tasks("1-3,16") == [1, 2, 3, 16]
+    assert babi.parse_tasks("chain") == ["chain"]
+    for bad in ("0", "21", "1-", "x", "3-1"):
+        with pytest.raises(ValueError, match="task"):
+            babi.parse_tasks(bad)
+
+
+# --------------------------------------------------------------- property-based: parse or clear error
+
+words = st.text(alphabet="abcdefghij ABC.?", min_size=1, max_size=12).filter(lambda s: s.strip())
+fact = st.builds(lambda t: ("fact", t), words)
+question = st.builds(lambda t, a, k: ("q", t, a, k), words, st.text(alphabet="abc,", min_size=1, max_size=5).filter(lambda s: s.strip(",")), st.integers(1, 3))
+
+
+@st.composite
+def valid_files(draw):
+    lines = []
+    for _ in range(draw(st.integers(1, 3))):
+        kinds = []
+        for i, item in enumerate(draw(st.lists(st.one_of(fact, question), min_size=1, max_size=6)), start=1):
+            facts = [j for j, k in enumerate(kinds, start=1) if k == "fact"]
+            if item[0] == "q" and facts:
+                support = " ".join(str(facts[(n * 7) % len(facts)]) for n in range(item[3]))
+                lines.append(f"{i} {item[1].strip()} \t{item[2]}\t{support}")
+                kinds.append("q")
+            else:
+                lines.append(f"{i} {item[1].strip()}")
+                kinds.append("fact")
+    return "\n".join(lines) + "\n"
+
+
+def _mutate(text: str, data) -> bytes:
+    raw = bytearray(text.encode())
+    for _ in range(data.draw(st.integers(1, 3))):
+        op = data.draw(st.sampled_from(["flip", "delete", "insert"]))
+        pos = data.draw(st.integers(0, max(len(raw) - 1, 0)))
+        if op == "delete" and raw:
+            del raw[pos]
+        elif op == "flip" and raw:
+            raw[pos] = data.draw(st.sampled_from(b"\t\n 0123456789x\xff\xc3"))
+        else:
+            raw.insert(pos, data.draw(st.sampled_from(b"\t\n 19x\xfe")))
+    return bytes(raw)
+
+
+@settings(max_examples=150, deadline=None)
+@given(valid_files())
+def test_valid_files_round_trip(text):
+    stories = babi.parse_lines(text.split("\n"))
+    assert babi.parse_lines(babi.format_stories(stories).split("\n")) == stories
+
+
+@settings(max_examples=300, deadline=None)
+@given(valid_files(), st.data())
+def test_mutated_files_parse_or_raise_the_format_error(tmp_path_factory, text, data):
+    path = tmp_path_factory.mktemp("h") / "qa1_train.txt"
+    path.write_bytes(_mutate(text, data))
+    try:
+        stories = babi.read_file(path)
+    except BabiFormatError as e:
+        assert str(e).startswith(f"{path}:")
+        assert "expected" in str(e) and "found" in str(e)
+        return
+    for story in stories:  # whatever parsed keeps the format's invariants
+        assert [line.id for line in story.lines] == list(range(1, len(story.lines) + 1))
+        ids = {line.id: line for line in story.lines}
+        for q in story.questions:
+            assert q.answer and all(s < q.id and not ids[s].is_question for s in q.support)
