@@ -1,0 +1,124 @@
+"""Category reasoning: deduction (15), induction (16), agents' motivations (20) and chain.
+
+Each story comes from a tiny world simulated here; the sentences describe that world.
+
+Task 15, basic deduction. Every species fears one other species; four named animals each
+belong to a species. A species' rule is told before any of its members, then four questions
+(names drawn with replacement) follow the eight facts; support = (membership, rule):
+
+    1 Mice are afraid of wolves.        2 Gertrude is a mouse.
+    9 What is gertrude afraid of?   wolf   2 1
+
+Task 16, basic induction. Five animals; in this world every species has one colour, so all
+coloured animals of a species agree and the question is never ambiguous. The asked animal has
+a same-species partner and no colour fact; support = (its species fact, the partner's species
+fact, the partner's colour fact), the partner being the one whose species fact is latest,
+as in the official files:
+
+    6 Julius is a swan.  7 Julius is green.  9 Greg is a swan.
+    10 What color is Greg?   green   9 6 7
+
+Task 20, agents' motivations. Four agents each get a motivation (drawn with replacement),
+go where it leads and, if the object there is still free, take it; one agent acts at a time.
+Every fact is followed by its question; support = the agent's motivation fact:
+
+    1 Sumit is tired.                 2 Where will sumit go?   bedroom   1
+    3 Sumit went back to the bedroom. 4 Why did sumit go to the bedroom?   tired   1
+
+Knobs honoured: 15: questions (default 4), actors (named animals, default 4, at most 4);
+16: actors (animals, default 5, 2 to 9); 20: actors (agents, default 4, at most 4).
+Other knobs do not apply to these tasks and are ignored.
+
+Chain (memnet's own family, ``memnet.babi.CHAIN``). One question form, "What color is X?",
+for every depth, so the story alone decides how many hops a question needs. A question of
+depth h is answered by exactly h facts, each reachable from a word of the previous one:
+
+    h=1  X is green.                                   (a colour fact)
+    h=2  X is a swan. Swans are green.                 (deduction: a species rule)
+    h=3  X is a swan. Y is a swan. Y is green.         (induction, the qa16 pattern)
+    h=4  X is a swan. Swans are wumpuses. Y is a wumpus. Y is green.
+    h=5  X is a swan. Swans are wumpuses. Wumpuses are zumpuses. Y is a zumpus. Y is green.
+
+From h=4 on, the species climbs h-3 links of a class hierarchy before the induction step.
+The classes have made-up names (as in ProntoQA) so no link contradicts real-world knowledge.
+Each question draws h uniformly from 1..K (K = knobs.hops). Distractors are whole or cut
+chains about other names, species and classes; no symbol is shared between chains, so the
+asked name has exactly one derivation and the question cannot be ambiguous. All facts are
+shuffled and the questions come at the end. Knobs honoured: hops (K, default 4), questions
+(per story, default 1), length (facts per story, default 10), distractors (distractor facts;
+default: whatever fills the story to `length`).
+"""
+from __future__ import annotations
+
+import random
+
+from memnet.babi import CHAIN, Line, Story
+from memnet.generator import Knobs, register
+
+COLOURS = ["yellow", "green", "white", "gray"]
+PLURAL = {"mouse": "mice", "wolf": "wolves", "sheep": "sheep", "cat": "cats",
+          "frog": "frogs", "lion": "lions", "swan": "swans", "rhino": "rhinos"}
+
+
+def plural(kind: str) -> str:
+    return PLURAL.get(kind, kind + "es" if kind.endswith("s") else kind + "s")
+
+
+def article(kind: str) -> str:
+    return "an" if kind[0] in "aeiou" else "a"
+
+
+def _ordered(rng: random.Random, facts: list[str], after: dict[int, int]) -> list[int]:
+    """A random order of fact indices in which fact i comes after fact after[i]."""
+    waiting = set(range(len(facts)))
+    order: list[int] = []
+    while waiting:
+        ready = sorted(i for i in waiting if after.get(i) is None or after[i] in order)
+        i = rng.choice(ready)
+        order.append(i)
+        waiting.remove(i)
+    return order
+
+
+def _pick(pool: list[str], n: int, knob: str, rng: random.Random) -> list[str]:
+    if not 1 <= n <= len(pool):
+        raise ValueError(f"{knob}: expected 1 to {len(pool)}, found {n}")
+    return rng.sample(pool, n)
+
+
+# ---------------------------------------------------------------------------- task 16
+
+INDUCTION_NAMES = ["Lily", "Julius", "Brian", "Bernhard", "Greg"]
+EXTRA_NAMES = ["Gertrude", "Winona", "Emily", "Jessica"]  # only when actors > 5
+INDUCTION_SPECIES = ["frog", "lion", "swan", "rhino"]
+
+
+@register(16)
+def induction(rng: random.Random, knobs: Knobs) -> Story:
+    n = knobs.actors or 5
+    if n < 2:
+        raise ValueError(f"actors: task 16 needs at least 2 animals, found {n}")
+    pool = INDUCTION_NAMES if n <= len(INDUCTION_NAMES) else INDUCTION_NAMES + EXTRA_NAMES
+    names = _pick(pool, n, "actors", rng)
+    while True:  # the asked animal needs a partner of its species
+        species = {name: rng.choice(INDUCTION_SPECIES) for name in names}
+        asked = [x for x in names if sum(s == species[x] for s in species.values()) > 1]
+        if asked:
+            break
+    x = rng.choice(asked)
+    colour_of = {s: rng.choice(COLOURS) for s in INDUCTION_SPECIES}  # one colour per species
+    facts = [f"{name} is a {species[name]}." for name in names]
+    after = {}
+    for i, name in enumerate(names):
+        if name != x:
+            after[len(facts)] = i  # an animal's colour is told after its species
+            facts.append(f"{name} is {colour_of[species[name]]}.")
+    order = _ordered(rng, facts, after)
+    ids = {fact_index: k + 1 for k, fact_index in enumerate(order)}
+    lines = [Line(ids[i], facts[i]) for i in order]
+    partners = [i for i, name in enumerate(names) if name != x and species[name] == species[x]]
+    partner = max(partners, key=ids.get)  # the latest species fact, as the official files choose
+    colour_fact = next(j for j, i in after.items() if i == partner)
+    support = (ids[names.index(x)], ids[partner], ids[colour_fact])
+    lines.append(Line(len(lines) + 1, f"What color is {x}?", colour_of[species[x]], support))
+    return Story(lines)

@@ -1,0 +1,102 @@
+"""Solvers for deduction (15), induction (16), agents' motivations (20) and chain.
+
+They read only the fact sentences. Where the facts allow two different answers the solver
+answers with all of them, sorted and joined by '|' ('gray|white'): no file answer looks like
+that, so `check` reports such a question instead of agreeing with an arbitrary choice.
+
+Colour questions (16 and chain) take the shortest derivation of the asked name's colour:
+its own colour fact (1 fact); its species' colour rule (2); another member of its species
+and that member's colour (3, induction); or a link up the class hierarchy ("Swans are
+wumpuses.") followed by any of these for the class. Among equally short derivations the one
+with the latest facts is preferred (qa16's partner is the one whose species fact is latest).
+"""
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Sequence
+
+from memnet.babi import CHAIN, Line
+from memnet.solver import Solution, register
+
+COLOURS = {"yellow", "green", "white", "gray"}
+SINGULAR = {"mice": "mouse", "wolves": "wolf", "sheep": "sheep"}
+
+# task 20: what each motivation makes an agent do
+PLACE = {"tired": "bedroom", "bored": "garden", "thirsty": "kitchen", "hungry": "kitchen"}
+OBJECT = {"tired": "pajamas", "bored": "football", "thirsty": "milk", "hungry": "apple"}
+
+
+def singular(word: str) -> str:
+    if word in SINGULAR:
+        return SINGULAR[word]
+    return word[:-2] if word.endswith("ses") else word[:-1]
+
+
+def _answer(candidates: list[tuple[str, tuple[int, ...]]]) -> Solution:
+    """The preferred candidate (they come best first), or all answers when they disagree."""
+    answers = sorted({a for a, _ in candidates})
+    return Solution("|".join(answers), candidates[0][1])
+
+
+def _not_found(question: str) -> Solution:
+    return Solution("unknown", ())
+
+
+_IS_A = re.compile(r"(\w+) is an? (\w+)\.")
+_IS = re.compile(r"(\w+) is (\w+)\.")
+_ARE = re.compile(r"(\w+) are (\w+)\.")
+_AFRAID = re.compile(r"(\w+) are afraid of (\w+)\.")
+
+
+# ---------------------------------------------------------------------------- colours (16, chain)
+
+class _Kinds:
+    """Who is what, from the facts: memberships, colours, class rules and class links."""
+
+    def __init__(self, facts: Sequence[Line]):
+        self.isa = defaultdict(list)  # name -> [(class, id)]
+        self.members = defaultdict(list)  # class -> [(name, id)]
+        self.colour = defaultdict(list)  # name -> [(colour, id)]
+        self.rule = defaultdict(list)  # class -> [(colour, id)]
+        self.link = defaultdict(list)  # class -> [(superclass, id)]
+        for f in facts:
+            if m := _IS_A.fullmatch(f.text):
+                self.isa[m[1]].append((m[2], f.id))
+                self.members[m[2]].append((m[1], f.id))
+            elif (m := _IS.fullmatch(f.text)) and m[2] in COLOURS:
+                self.colour[m[1]].append((m[2], f.id))
+            elif m := _ARE.fullmatch(f.text):
+                kind = singular(m[1].lower())
+                if m[2] in COLOURS:
+                    self.rule[kind].append((m[2], f.id))
+                else:
+                    self.link[kind].append((singular(m[2]), f.id))
+
+    def of_class(self, kind: str, x: str, seen: frozenset[str]) -> list[tuple[str, tuple[int, ...]]]:
+        """Every derivation of the colour shared by members of `kind`, other than from x itself."""
+        out = [(c, (i,)) for c, i in self.rule[kind]]
+        out += [(c, (i, j)) for y, i in self.members[kind] if y != x for c, j in self.colour[y]]
+        for up, i in self.link[kind]:
+            if up not in seen:
+                out += [(c, (i, *ids)) for c, ids in self.of_class(up, x, seen | {up})]
+        return out
+
+    def of_name(self, x: str) -> list[tuple[str, tuple[int, ...]]]:
+        out = [(c, (i,)) for c, i in self.colour[x]]
+        for kind, i in self.isa[x]:
+            out += [(c, (i, *ids)) for c, ids in self.of_class(kind, x, frozenset({kind}))]
+        return out
+
+
+@register(16)
+@register(CHAIN)
+def solve_colour(facts: Sequence[Line], question: str) -> Solution:
+    m = re.fullmatch(r"What color is (\w+)\?", question)
+    found = _Kinds(facts).of_name(m[1]) if m else []
+    if not found:
+        return _not_found(question)
+    depth = min(len(ids) for _, ids in found)
+    shortest = [d for d in found if len(d[1]) == depth]
+    shortest.sort(key=lambda d: d[1][1:], reverse=True)  # latest facts after the first first
+    return _answer(shortest)
