@@ -122,3 +122,68 @@ def induction(rng: random.Random, knobs: Knobs) -> Story:
     support = (ids[names.index(x)], ids[partner], ids[colour_fact])
     lines.append(Line(len(lines) + 1, f"What color is {x}?", colour_of[species[x]], support))
     return Story(lines)
+
+
+# ---------------------------------------------------------------------------- task 15
+
+DEDUCTION_NAMES = ["Gertrude", "Winona", "Emily", "Jessica"]
+DEDUCTION_SPECIES = ["mouse", "cat", "sheep", "wolf"]
+
+
+@register(15)
+def deduction(rng: random.Random, knobs: Knobs) -> Story:
+    names = _pick(DEDUCTION_NAMES, knobs.actors or 4, "actors", rng)
+    fears = {s: rng.choice([t for t in DEDUCTION_SPECIES if t != s]) for s in DEDUCTION_SPECIES}
+    species = {name: rng.choice(DEDUCTION_SPECIES) for name in names}
+    rules = rng.sample(DEDUCTION_SPECIES, len(DEDUCTION_SPECIES))
+    facts = [f"{plural(s).capitalize()} are afraid of {plural(fears[s])}." for s in rules]
+    after = {}
+    for name in names:  # a species' rule is told before its members
+        after[len(facts)] = rules.index(species[name])
+        facts.append(f"{name} is {article(species[name])} {species[name]}.")
+    order = _ordered(rng, facts, after)
+    ids = {fact_index: k + 1 for k, fact_index in enumerate(order)}
+    lines = [Line(ids[i], facts[i]) for i in order]
+    for _ in range(knobs.questions or 4):
+        k = rng.randrange(len(names))
+        x, s = names[k], species[names[k]]
+        support = (ids[len(rules) + k], ids[rules.index(s)])
+        lines.append(Line(len(lines) + 1, f"What is {x.lower()} afraid of?", fears[s], support))
+    return Story(lines)
+
+
+# ---------------------------------------------------------------------------- task 20
+
+AGENTS = ["Sumit", "Yann", "Jason", "Antoine"]
+PLACE = {"tired": "bedroom", "bored": "garden", "thirsty": "kitchen", "hungry": "kitchen"}
+OBJECT = {"tired": "pajamas", "bored": "football", "thirsty": "milk", "hungry": "apple"}
+GO = ["went to", "went back to", "journeyed to", "travelled to", "moved to"]
+GET = ["got", "grabbed", "took", "picked up"]
+
+
+@register(20)
+def motivations(rng: random.Random, knobs: Knobs) -> Story:
+    agents = _pick(AGENTS, knobs.actors or 4, "actors", rng)
+    motive = {a: rng.choice(list(PLACE)) for a in agents}
+    step = {a: 0 for a in agents}  # 0: has a motivation to tell, 1: goes, 2: takes, 3: done
+    free = set(OBJECT.values())
+    lines: list[Line] = []
+    told: dict[str, int] = {}  # agent -> id of the motivation fact
+
+    def add(fact: str, question: str, answer: str, agent: str) -> None:
+        lines.append(Line(len(lines) + 1, fact))
+        told.setdefault(agent, len(lines))
+        lines.append(Line(len(lines) + 1, question, answer, (told[agent],)))
+
+    while busy := [a for a in agents if step[a] < 3]:
+        a = rng.choice(busy)
+        m, who = motive[a], a.lower()
+        if step[a] == 0:
+            add(f"{a} is {m}.", f"Where will {who} go?", PLACE[m], a)
+        elif step[a] == 1:
+            add(f"{a} {rng.choice(GO)} the {PLACE[m]}.", f"Why did {who} go to the {PLACE[m]}?", m, a)
+        elif OBJECT[m] in free:  # an object is taken once: a second hungry agent finds no apple
+            free.remove(OBJECT[m])
+            add(f"{a} {rng.choice(GET)} the {OBJECT[m]} there.", f"Why did {who} get the {OBJECT[m]}?", m, a)
+        step[a] += 1
+    return Story(lines)

@@ -39,8 +39,7 @@ def _answer(candidates: list[tuple[str, tuple[int, ...]]]) -> Solution:
     return Solution("|".join(answers), candidates[0][1])
 
 
-def _not_found(question: str) -> Solution:
-    return Solution("unknown", ())
+NOT_FOUND = Solution("unknown", ())  # the facts say nothing that answers the question
 
 
 _IS_A = re.compile(r"(\w+) is an? (\w+)\.")
@@ -95,8 +94,41 @@ def solve_colour(facts: Sequence[Line], question: str) -> Solution:
     m = re.fullmatch(r"What color is (\w+)\?", question)
     found = _Kinds(facts).of_name(m[1]) if m else []
     if not found:
-        return _not_found(question)
+        return NOT_FOUND
     depth = min(len(ids) for _, ids in found)
     shortest = [d for d in found if len(d[1]) == depth]
     shortest.sort(key=lambda d: d[1][1:], reverse=True)  # latest facts after the first first
     return _answer(shortest)
+
+
+# ---------------------------------------------------------------------------- task 15
+
+@register(15)
+def solve_deduction(facts: Sequence[Line], question: str) -> Solution:
+    """Support = (the name's species fact, that species' rule)."""
+    m = re.fullmatch(r"What is (\w+) afraid of\?", question)
+    if not m:
+        return NOT_FOUND
+    kinds = [(f.id, k[2]) for f in facts if (k := _IS_A.fullmatch(f.text)) and k[1].lower() == m[1].lower()]
+    if not kinds:
+        return NOT_FOUND
+    i, kind = kinds[-1]  # the latest word on what the animal is
+    rules = [(singular(r[2]), (i, f.id)) for f in reversed(facts)
+             if (r := _AFRAID.fullmatch(f.text)) and singular(r[1].lower()) == kind]
+    return _answer(rules) if rules else NOT_FOUND
+
+
+# ---------------------------------------------------------------------------- task 20
+
+@register(20)
+def solve_motivation(facts: Sequence[Line], question: str) -> Solution:
+    """Every question's answer follows from the agent's latest motivation fact, its support."""
+    m = re.fullmatch(r"(?:Where will|Why did) (\w+) (?:go|get the \w+|go to the \w+)\?", question)
+    if not m:
+        return NOT_FOUND
+    motives = [(f.id, k[2]) for f in facts
+               if (k := _IS.fullmatch(f.text)) and k[1].lower() == m[1] and k[2] in PLACE]
+    if not motives:
+        return NOT_FOUND
+    i, motive = motives[-1]
+    return Solution(PLACE[motive] if question.startswith("Where") else motive, (i,))
