@@ -69,17 +69,20 @@ OBJECTS = ["football", "apple", "milk"]
 GIVE = ["gave", "passed", "handed"]
 GET = ["picked up", "grabbed", "got", "took"]
 DROP = ["dropped", "left", "put down", "discarded"]
-# what the official stories do per fact: mostly moves, then gives, pick-ups and drops
+# Tuned so that a story has about the official mix per story (13.7 moves, 4.3 pick-ups,
+# 4.3 gives, 2.8 drops) and the official length (25 facts): a give needs two actors in one
+# room, so it gets a high weight when possible and moves are mostly purposeful.
 ACTION_WEIGHTS = {"move": 2.5, "get": 3.0, "give": 6.0, "drop": 1.5}
-PURPOSE = 0.6
+PURPOSE = 0.6  # chance that a move heads for an object to pick up or someone to give to
 ASK = 0.7  # chance of a question after each group of facts, once something was given
 
 
 def _give_questions(gives: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
     """(question, answer) about the latest give that no earlier give answers differently."""
     giver, obj, taker = gives[-1]
-    forms = [  # question, answer, which earlier gives it is about, what they answer
+    forms = [  # question, answer, which gives it is about, which slot of theirs answers it
         (f"What did {giver} give to {taker}?", obj, lambda g: g[0] == giver and g[2] == taker, 1),
+        # listed twice: the official files ask it twice as often as each other form
         (f"What did {giver} give to {taker}?", obj, lambda g: g[0] == giver and g[2] == taker, 1),
         (f"Who received the {obj}?", taker, lambda g: g[1] == obj, 2),
         (f"Who gave the {obj}?", giver, lambda g: g[1] == obj, 0),
@@ -102,17 +105,11 @@ def three_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
     while t.questions < n_questions and len(t.lines) < 200:
         for _ in range(gap):
             actor = rng.choice(actors)
-            options = {"move": None}
             here = [o for o, room in lying.items() if room == where[actor]]
             mine = [o for o, h in held.items() if h == actor]
             company = [b for b in actors if b != actor and where[b] == where[actor]]
-            if here:
-                options["get"] = here
-            if mine:
-                options["drop"] = mine
-                if company:
-                    options["give"] = mine
-            kind = rng.choices(list(options), [ACTION_WEIGHTS[k] for k in options])[0]
+            kinds = ["move"] + ["get"] * bool(here) + ["drop"] * bool(mine) + ["give"] * bool(mine and company)
+            kind = rng.choices(kinds, [ACTION_WEIGHTS[k] for k in kinds])[0]
             if kind == "move":
                 # actors mostly go where there is something to pick up or someone to give to
                 goals = [lying[o] for o in lying] if not mine else [where[b] for b in actors if b != actor]
@@ -139,9 +136,9 @@ def three_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
                 gives.append((actor, obj, taker))
                 last_give = t.fact(f"{actor} {rng.choice(GIVE)} the {obj} to {taker}.")
         if gives and rng.random() < ASK:
-            options = _give_questions(gives)
-            if options:
-                question, answer = rng.choice(options)
+            asks = _give_questions(gives)
+            if asks:
+                question, answer = rng.choice(asks)
                 t.ask(question, answer, (last_give,))
     return t.story()
 
@@ -225,7 +222,7 @@ TIMES = ["yesterday", "this morning", "this afternoon", "this evening"]
 def _telling_order(rng: random.Random) -> list[int]:
     """The times of day in the order one actor's day is told: forward, with some flashbacks."""
     order = list(range(len(TIMES)))
-    for i, p in ((0, 0.3), (2, 0.25), (1, 0.2)):  # swap neighbours i, i+1 with probability p
+    for i, p in ((1, 0.12), (0, 0.3), (2, 0.23)):  # swap places i, i+1 with probability p
         if rng.random() < p:
             order[i], order[i + 1] = order[i + 1], order[i]
     return order
