@@ -187,3 +187,54 @@ def motivations(rng: random.Random, knobs: Knobs) -> Story:
             add(f"{a} {rng.choice(GET)} the {OBJECT[m]} there.", f"Why did {who} get the {OBJECT[m]}?", m, a)
         step[a] += 1
     return Story(lines)
+
+
+# ---------------------------------------------------------------------------- chain
+
+CHAIN_NAMES = INDUCTION_NAMES + DEDUCTION_NAMES + AGENTS + ["Mary", "John", "Sandra", "Daniel"]
+CHAIN_SPECIES = INDUCTION_SPECIES + DEDUCTION_SPECIES
+CLASSES = ["wumpus", "yumpus", "zumpus", "dumpus", "impus", "jompus",
+           "gorpus", "lempus", "numpus", "rompus", "tumpus", "vumpus"]
+
+
+def _chain(rng: random.Random, h: int, free: dict[str, list[str]]) -> tuple[str, str, list[str]] | None:
+    """(name, colour, the h facts that tell its colour, in reasoning order), using up
+    unused symbols from `free`; None when too few are left."""
+    need = {"names": 1 + (h >= 3), "species": int(h >= 2), "classes": max(0, h - 3)}
+    if any(len(free[k]) < n for k, n in need.items()):
+        return None
+    x, colour = free["names"].pop(), rng.choice(COLOURS)
+    if h == 1:
+        return x, colour, [f"{x} is {colour}."]
+    kinds = [free["species"].pop()] + [free["classes"].pop() for _ in range(h - 3)]
+    facts = [f"{x} is {article(kinds[0])} {kinds[0]}."]
+    if h == 2:
+        return x, colour, facts + [f"{plural(kinds[0]).capitalize()} are {colour}."]
+    facts += [f"{plural(a).capitalize()} are {plural(b)}." for a, b in zip(kinds, kinds[1:])]
+    y, top = free["names"].pop(), kinds[-1]
+    return x, colour, facts + [f"{y} is {article(top)} {top}.", f"{y} is {colour}."]
+
+
+@register(CHAIN)
+def chain(rng: random.Random, knobs: Knobs) -> Story:
+    free = {"names": CHAIN_NAMES[:], "species": CHAIN_SPECIES[:], "classes": CLASSES[:]}
+    for pool in free.values():
+        rng.shuffle(pool)
+    asked = []
+    for _ in range(knobs.questions or 1):
+        h = rng.randint(1, knobs.hops)
+        made = _chain(rng, h, free)
+        if made is None:
+            raise ValueError(f"questions/hops: too many for one story ({knobs.questions} questions, up to {knobs.hops} hops)")
+        asked.append(made)
+    facts = [f for _, _, chain_facts in asked for f in chain_facts]
+    left = knobs.distractors if knobs.distractors is not None else max(0, (knobs.length or 10) - len(facts))
+    while left > 0 and (made := _chain(rng, rng.randint(1, knobs.hops), free)):
+        facts += made[2][:left]  # a cut chain: facts about names no question asks after
+        left -= len(made[2][:left])
+    order = rng.sample(range(len(facts)), len(facts))
+    ids = {f: k + 1 for k, f in enumerate(facts[i] for i in order)}  # facts never repeat
+    lines = [Line(ids[facts[i]], facts[i]) for i in order]
+    for x, colour, chain_facts in asked:
+        lines.append(Line(len(lines) + 1, f"What color is {x}?", colour, tuple(ids[f] for f in chain_facts)))
+    return Story(lines)
