@@ -22,9 +22,8 @@ from memnet.solver import Solution, register
 COLOURS = {"yellow", "green", "white", "gray"}
 SINGULAR = {"mice": "mouse", "wolves": "wolf", "sheep": "sheep"}
 
-# task 20: what each motivation makes an agent do
+# task 20: where each motivation sends an agent
 PLACE = {"tired": "bedroom", "bored": "garden", "thirsty": "kitchen", "hungry": "kitchen"}
-OBJECT = {"tired": "pajamas", "bored": "football", "thirsty": "milk", "hungry": "apple"}
 
 
 def singular(word: str) -> str:
@@ -97,7 +96,7 @@ def solve_colour(facts: Sequence[Line], question: str) -> Solution:
         return NOT_FOUND
     depth = min(len(ids) for _, ids in found)
     shortest = [d for d in found if len(d[1]) == depth]
-    shortest.sort(key=lambda d: d[1][1:], reverse=True)  # latest facts after the first first
+    shortest.sort(key=lambda d: d[1][1:], reverse=True)  # latest facts beyond the name's own first
     return _answer(shortest)
 
 
