@@ -164,7 +164,7 @@ def _size_fact(rng: random.Random, big: str, small: str) -> str:
 def size_reasoning(rng: random.Random, knobs: Knobs) -> Story:
     block = _knob(knobs.length, 5, 1, 7, "length")  # two blocks never exhaust the 15 pairs
     n_questions = _knob(knobs.questions, 5, 1, 100, "questions")
-    while True:  # a world with no question after two blocks is dropped (one in fifty)
+    while True:  # a world with no question after two blocks is dropped (one in twelve)
         objects = SMALLEST + rng.sample(CONTAINERS, len(CONTAINERS))  # ascending size
         pairs = [(big, small) for j, big in enumerate(objects) for small in objects[:j]]
         told: list[tuple[str, str]] = []

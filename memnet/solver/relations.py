@@ -15,7 +15,6 @@ Task 18 orders objects by size: "The B fits inside the A." and "The A is bigger 
 both say A > B. "Is the A bigger than the B?" and "Does the B fit in the A?" both claim A > B;
 the answer is whether the told facts imply it. Support is a chain from A to B, and, as in the
 official files, a chain of two facts is cited even when one fact links A and B directly.
-A relation told twice is cited by its first mention.
 """
 from __future__ import annotations
 
@@ -143,33 +142,40 @@ _IS_BIGGER = re.compile(r"Is the (.+) bigger than the (.+)\?")
 _FIT_IN = re.compile(r"Does the (.+) fit in the (.+)\?")
 
 
-def _bigger_facts(facts: Sequence[Line]) -> dict[tuple[str, str], int]:
-    """(bigger, smaller) -> id of the first fact that says so."""
-    told: dict[tuple[str, str], int] = {}
+def _bigger_facts(facts: Sequence[Line]) -> dict[tuple[str, str], list[int]]:
+    """(bigger, smaller) -> ids of the facts that say so, in story order."""
+    told: dict[tuple[str, str], list[int]] = defaultdict(list)
     for fact in facts:
         if m := _FITS.fullmatch(fact.text):
-            pair = (m.group(2), m.group(1))
+            told[m.group(2), m.group(1)].append(fact.id)
         elif m := _BIGGER.fullmatch(fact.text):
-            pair = (m.group(1), m.group(2))
-        else:
-            continue
-        told.setdefault(pair, fact.id)
+            told[m.group(1), m.group(2)].append(fact.id)
     return told
 
 
-def _size_chain(told: dict[tuple[str, str], int], hi: str, lo: str) -> list[int] | None:
-    """Fact ids of a chain hi > ... > lo: two facts if possible, else the shortest."""
-    twos = [[told[hi, m], told[m, lo]] for (a, m) in told if a == hi and (m, lo) in told]
+def _size_chain(told: dict[tuple[str, str], list[int]], hi: str, lo: str, from_hi: bool) -> tuple[int, ...] | None:
+    """Fact ids of a chain hi > ... > lo, walked from hi (from_hi) or from lo; None if none.
+
+    A two-fact chain is cited whenever there is one. Where the official files tell a relation
+    twice, or link the pair through two middles, their choice is not consistent; citing the
+    last mention of the first fact and the first mention of the second, through the middle
+    whose second fact is earliest, agrees with most of it.
+    """
+    twos = [(told[hi, m], told[m, lo]) for (a, m) in told if a == hi and (m, lo) in told]
     if twos:
-        return min(twos)  # several middles: the earliest facts
-    chains, todo = {hi: []}, deque([hi])
+        walks = [(upper, lower) if from_hi else (lower, upper) for upper, lower in twos]
+        return min(((max(first), min(second)) for first, second in walks), key=lambda ids: ids[1])
+    chains: dict[str, tuple[int, ...]] = {hi: ()}
+    todo = deque([hi])
     while todo:
         u = todo.popleft()
-        for (a, b), fid in told.items():
+        for (a, b), ids in told.items():
             if a == u and b not in chains:
-                chains[b] = chains[u] + [fid]
+                chains[b] = chains[u] + (ids[0],)
                 todo.append(b)
-    return chains.get(lo)
+    if lo not in chains or lo == hi:
+        return None
+    return chains[lo] if from_hi else chains[lo][::-1]
 
 
 @register(18)
@@ -181,8 +187,8 @@ def size_reasoning(facts: Sequence[Line], question: str) -> Solution:
     else:
         raise ValueError(f"task 18: unexpected question {question!r}")
     told = _bigger_facts(facts)
-    if (chain := _size_chain(told, a, b)) is not None:
-        return Solution("yes", tuple(chain))
-    if (chain := _size_chain(told, b, a)) is not None:
-        return Solution("no", tuple(chain[::-1]))  # walked from a, the question's bigger side
+    if (chain := _size_chain(told, a, b, from_hi=True)) is not None:
+        return Solution("yes", chain)
+    if (chain := _size_chain(told, b, a, from_hi=False)) is not None:
+        return Solution("no", chain)
     return NOT_FOUND
