@@ -29,7 +29,8 @@ and 3 "The chest is bigger than the chocolate."
 Task 19. Rooms on a grid: a two-step path from one room to another, and three decoy rooms
 each beside a room of the path. The five facts are shuffled; the question asks for the
 path's directions ("s,e"), support = the path's facts in walking order. The facts form a
-tree, so the path is unique.
+tree, so the path is unique. Unlike the official files (7% of stories), no two rooms share
+a cell; and the shuffle is uniform, where the official path facts lean towards the end.
 
 Knobs honoured (official default in brackets); the others do not apply and are ignored:
   4:  questions per story [1]; length = facts [2], 2 to 5 (rooms in the line = length + 1)
