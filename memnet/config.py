@@ -63,6 +63,11 @@ class TrainConfig:
     restarts: int = 1  # independent seeds; the best on validation is kept
     seed: int = 0
     eval_every: int = 10
+    # joint training (data.task names several tasks) uses these instead of model.dim,
+    # train.epochs and train.lr_decay_every: the paper's d = 50 and its shorter schedule
+    joint_dim: int = 50
+    joint_epochs: int = 60
+    joint_lr_decay_every: int = 15
     threads: int = 2
     device: str = "cpu"
 

@@ -1,0 +1,182 @@
+"""From bAbI samples to tensors: the vocabulary and the batch every model reads.
+
+A question with the facts told before it (a memnet.babi.Sample) becomes one row of a Batch.
+Memory is ordered most recent first and keeps the `memory_size` most recent facts:
+
+    facts:   1 Lily is a frog.   2 Lily is green.   3 Greg is a frog.     question: What colour is Greg?
+    slot:    2                   1                  0                     (slot 3.. are padding)
+
+so slot i is also the fact's age, the index of its temporal encoding T(i). A supporting fact
+that fell out of memory (older than `memory_size`) has slot -1: no hop can find it.
+
+Batch fields (N questions, M memory slots, J words per sentence, Q words per question,
+S supporting facts at most; word id 0 is padding, 1 is <unk>):
+
+    story    (N, M, J) long   word ids of each memory sentence
+    query    (N, Q)    long   word ids of the question
+    length   (N,)      long   real memories per question: slots 0..length-1
+    answer   (N,)      long   answer class (Vocab.answers), -1 when not among them
+    support  (N, S)    long   memory slot of each supporting fact in reasoning order, -1 = none
+    n_support (N,)     long   number of supporting facts the file names
+    task     (N,)      long   task number (0 for the chain family)
+    time     (N, M)    long   temporal index of each slot: its age; at training time random
+                              noise (RN) inserts empty memories, which ages older slots
+
+The trainer indexes a Batch with a (seeds, B) index, giving every field a leading seed
+dimension; models accept both forms (see memnet.model).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import torch
+
+from memnet.babi import CHAIN, Sample, tokenize
+
+PAD, UNK = "<pad>", "<unk>"
+
+
+class Vocab:
+    """Words (itos/stoi, id 0 = padding, 1 = unknown) and answer classes (answer strings)."""
+
+    def __init__(self, itos: Sequence[str], answers: Sequence[str]):
+        self.itos = list(itos)
+        self.stoi = {w: i for i, w in enumerate(self.itos)}
+        self.answers = list(answers)
+        self.answer_index = {a: i for i, a in enumerate(self.answers)}
+
+    @classmethod
+    def build(cls, samples: Iterable[Sample]) -> Vocab:
+        words, answers = set(), set()
+        for s in samples:
+            for line in (*s.facts, s.question):
+                words.update(tokenize(line.text))
+            answer = normalize_answer(s.question.answer)
+            answers.add(answer)
+            words.update(answer.split(","))  # answer words are vocabulary words: W is tied to C^K
+        return cls([PAD, UNK, *sorted(words)], sorted(answers))
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        """Word ids of a sentence; unknown words become <unk> (see `unknown`)."""
+        return [self.stoi.get(w, 1) for w in tokenize(text)]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        return " ".join(self.itos[i] for i in ids if i != 0)
+
+    def unknown(self, samples: Iterable[Sample]) -> list[str]:
+        """Words of `samples` the vocabulary does not know, sorted: report them, they read as <unk>."""
+        return sorted({w for s in samples for line in (*s.facts, s.question)
+                       for w in tokenize(line.text) if w not in self.stoi})
+
+    def answer_words(self) -> list[list[int]]:
+        """Word ids of each answer class: 'apple,football' -> [id(apple), id(football)]."""
+        return [[self.stoi.get(w, 1) for w in a.split(",")] for a in self.answers]
+
+    def to_dict(self) -> dict:
+        return {"itos": self.itos, "answers": self.answers}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Vocab:
+        return cls(d["itos"], d["answers"])
+
+
+def normalize_answer(answer: str) -> str:
+    return ",".join(w.strip().lower() for w in answer.split(",") if w.strip())
+
+
+@dataclass
+class Batch:
+    story: torch.Tensor
+    query: torch.Tensor
+    length: torch.Tensor
+    answer: torch.Tensor
+    support: torch.Tensor
+    n_support: torch.Tensor
+    task: torch.Tensor
+    time: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.query.shape[-2]
+
+    def index(self, idx: torch.Tensor | slice) -> Batch:
+        """Rows `idx` of every field; a (seeds, B) index gives fields a leading seed dimension."""
+        return Batch(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+
+    def trim(self) -> Batch:
+        """Drop memory slots and word columns that are padding in every row (cheaper steps)."""
+        m = max(int(self.length.max()), 1)
+        j = max(int((self.story[..., :m, :] != 0).sum(-1).max()), 1)
+        q = max(int((self.query != 0).sum(-1).max()), 1)
+        return dataclasses.replace(self, story=self.story[..., :m, :j], query=self.query[..., :q],
+                                   time=self.time[..., :m])
+
+    def to(self, device: str | torch.device) -> Batch:
+        return Batch(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
+
+
+def encode_samples(samples: Sequence[Sample], vocab: Vocab, memory_size: int, task: int | str = 0) -> Batch:
+    """Tensors for any list of samples (files, generated data or a hand-written story)."""
+    n = len(samples)
+    memories = [s.facts[-memory_size:][::-1] for s in samples]  # most recent first
+    sentences = [[vocab.encode(f.text) for f in mem] for mem in memories]
+    queries = [vocab.encode(s.question.text) for s in samples]
+    m = max([len(mem) for mem in memories] + [1])
+    j = max([len(w) for sent in sentences for w in sent] + [1])
+    q = max([len(w) for w in queries] + [1])
+    s_max = max([len(s.question.support) for s in samples] + [1])
+
+    story = torch.zeros(n, m, j, dtype=torch.long)
+    query = torch.zeros(n, q, dtype=torch.long)
+    support = torch.full((n, s_max), -1, dtype=torch.long)
+    for r, sample in enumerate(samples):
+        for slot, words in enumerate(sentences[r]):
+            story[r, slot, : len(words)] = torch.tensor(words)
+        query[r, : len(queries[r])] = torch.tensor(queries[r])
+        n_facts = len(sample.facts)
+        slots = [n_facts - 1 - p for p in sample.support_positions]
+        for k, slot in enumerate(slots):
+            support[r, k] = slot if slot < memory_size else -1
+    return Batch(
+        story=story,
+        query=query,
+        length=torch.tensor([len(mem) for mem in memories], dtype=torch.long),
+        answer=torch.tensor([vocab.answer_index.get(normalize_answer(s.question.answer), -1) for s in samples],
+                            dtype=torch.long),
+        support=support,
+        n_support=torch.tensor([len(s.question.support) for s in samples], dtype=torch.long),
+        task=torch.full((n,), task_number(task), dtype=torch.long),
+        time=torch.arange(m).expand(n, m).clone(),
+    )
+
+
+def concat(batches: Sequence[Batch]) -> Batch:
+    """One batch of all rows, padded to the largest memory and sentence sizes."""
+    m = max(b.story.shape[1] for b in batches)
+    j = max(b.story.shape[2] for b in batches)
+    q = max(b.query.shape[1] for b in batches)
+    s = max(b.support.shape[1] for b in batches)
+
+    def pad(t: torch.Tensor, *size: int, value: int = 0) -> torch.Tensor:
+        out = torch.full((t.shape[0], *size), value, dtype=t.dtype)
+        out[tuple(slice(0, n) for n in t.shape)] = t
+        return out
+
+    return Batch(
+        story=torch.cat([pad(b.story, m, j) for b in batches]),
+        query=torch.cat([pad(b.query, q) for b in batches]),
+        length=torch.cat([b.length for b in batches]),
+        answer=torch.cat([b.answer for b in batches]),
+        support=torch.cat([pad(b.support, s, value=-1) for b in batches]),
+        n_support=torch.cat([b.n_support for b in batches]),
+        task=torch.cat([b.task for b in batches]),
+        time=torch.arange(m).expand(sum(len(b) for b in batches), m).clone(),
+    )
+
+
+def task_number(task: int | str) -> int:
+    return 0 if task == CHAIN else int(task)
