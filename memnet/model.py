@@ -233,7 +233,11 @@ def build_model(cfg: ModelConfig, vocab_size: int, n_answers: int, *, answer_wor
     if cfg.type == "memn2n":
         return MemN2N(cfg, vocab_size, n_answers, answer_words=answer_words, memory_size=memory_size,
                       seeds=seeds, attention_supervision=attention_supervision)
-    raise MemnetError(f"model.type: expected memn2n, found {cfg.type!r}")
+    if cfg.type in ("transformer", "universal"):
+        from memnet.transformer import Transformer  # here: memnet.transformer imports Result from this module
+        return Transformer(cfg, vocab_size, n_answers, memory_size=memory_size, seeds=seeds,
+                           attention_supervision=attention_supervision)
+    raise MemnetError(f"model.type: expected memn2n, transformer or universal, found {cfg.type!r}")
 
 
 def n_parameters(model: nn.Module) -> int:
