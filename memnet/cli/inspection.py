@@ -1,0 +1,146 @@
+"""Inspection subcommands: inspect (attention tables), report (an HTML page), ask (interactive)."""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from memnet import ask, checkpoint, inspect, report
+from memnet.babi import SPLITS, parse_tasks
+from memnet.errors import MemnetError
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="a trained model (RUN/model.pt)")
+    p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
+    p.add_argument("--task", help="task number or 'chain' (default: the model's task when it has one)")
+    p.add_argument("--split", default="test", choices=SPLITS, help="split to read questions from (default: test)")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("inspect", help="per-hop attention table of one question (or many)")
+    _common(p)
+    p.add_argument("--index", type=int, default=0, help="question number in the split, from 0 (default: 0)")
+    p.add_argument("--story", help="a story file in bAbI format ending in one question (answer optional); "
+                                   "replaces --data/--index")
+    p.add_argument("--all", action="store_true", help="walk the split's questions instead of one")
+    p.add_argument("--limit", type=int, help="with --all: show at most this many questions")
+    p.add_argument("--wrong-only", action="store_true", help="with --all: only questions answered wrongly")
+    p.add_argument("--format", default="text", choices=inspect.FORMATS,
+                   help="text (default), markdown, json, csv or png (a heatmap; needs --out)")
+    p.add_argument("--out", help="write to this file instead of standard output (required for png)")
+    p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
+                   help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    p.set_defaults(func=cmd_inspect)
+
+    p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
+    _common(p)
+    p.add_argument("--out", required=True, help="HTML file to write")
+    p.add_argument("--limit", type=int, help="attention tables of at most this many questions (default: all)")
+    p.set_defaults(func=cmd_report)
+
+    p = subparsers.add_parser("ask", help="type a story and a question; the model answers and shows its attention")
+    p.add_argument("--checkpoint", required=True, help="a trained model (RUN/model.pt)")
+    p.add_argument("--story", help="answer the question at the end of this story file (bAbI format) and exit")
+    p.add_argument("--format", default="text", choices=("text", "markdown", "json"), help="table format (default: text)")
+    p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
+                   help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    p.set_defaults(func=cmd_ask)
+
+
+def _task(spec: str | None, cfg) -> int | str:
+    spec = spec or cfg.data.task
+    try:
+        tasks = parse_tasks(spec)
+    except ValueError as e:
+        raise MemnetError(str(e)) from None
+    if len(tasks) != 1:
+        raise MemnetError(f"the model was trained on tasks {spec}: choose one with --task")
+    return tasks[0]
+
+
+def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
+    folder = args.data or cfg.data.dir
+    if not folder:
+        raise MemnetError("no data folder: give --data DIR")
+    task = _task(args.task, cfg)
+    return folder, task, inspect.load_samples(folder, task, args.split, cfg.data.valid_fraction)
+
+
+def _color(args: argparse.Namespace, stream) -> bool:
+    return args.color == "always" or (args.color == "auto" and inspect.use_color(stream))
+
+
+def _warn(tables: list[inspect.Table]) -> None:
+    unknown = sorted({w for t in tables for w in t.unknown})
+    if unknown:
+        print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=sys.stderr)
+
+
+def _emit(text: str, out: str | None) -> None:
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text, encoding="utf-8")
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    if args.format == "png" and not args.out:
+        raise MemnetError("--format png needs --out FILE")
+    if args.format == "png" and args.all:
+        raise MemnetError("--format png draws one question; drop --all")
+    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    if args.story:
+        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)], [Path(args.story).name])
+    else:
+        _, _, questions = _questions(args, cfg)
+        if args.all:
+            tables = inspect.inspect_samples(model, vocab, cfg, questions,
+                                             [f"{args.split} #{i}" for i in range(len(questions))])
+            total = len(tables)
+            if args.wrong_only:
+                tables = [t for t in tables if t.correct is False]
+            wrong = sum(t.correct is False for t in tables)
+            tables = tables[: args.limit] if args.limit is not None else tables
+            print(f"{len(tables)} question(s) shown of {total} ({wrong} wrong among those selected)", file=sys.stderr)
+            if not tables:
+                return 0
+        else:
+            if not 0 <= args.index < len(questions):
+                raise MemnetError(f"--index {args.index} is out of range: the {args.split} split has "
+                                  f"{len(questions)} questions (0..{len(questions) - 1})")
+            tables = inspect.inspect_samples(model, vocab, cfg, [questions[args.index]], [f"{args.split} #{args.index}"])
+    _warn(tables)
+    if args.format == "png":
+        inspect.heatmap(tables[0], args.out)
+        print(f"wrote {args.out}", file=sys.stderr)
+        return 0
+    _emit(inspect.render(tables, args.format, color=not args.out and _color(args, sys.stdout)), args.out)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    folder, task, questions = _questions(args, cfg)
+    if not questions:
+        raise MemnetError(f"{folder}: no {args.split} questions for task {task}")
+    html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
+                        limit=args.limit)
+    report.write(args.out, html)
+    print(f"wrote {args.out}")
+    return 0
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    color = _color(args, sys.stdout)
+    if args.story:
+        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)])
+        _warn(tables)
+        sys.stdout.write(inspect.render(tables, args.format, color=color))
+        return 0
+    ask.session(model, vocab, cfg, sys.stdin, sys.stdout, fmt=args.format, color=color,
+                prompt=sys.stdin.isatty())
+    return 0

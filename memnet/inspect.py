@@ -1,0 +1,329 @@
+"""Per-hop attention of one question: which memory each hop read, and what the model answered.
+
+`inspect_samples(model, vocab, cfg, samples)` runs a trained model on bAbI samples and returns
+one Table per question; `render(table, fmt)` writes it as text, markdown, json or csv, and
+`heatmap(tables, path)` draws it as a png. A Table is in story order, one row per memory the
+model saw and one column per hop it took:
+
+    Q: What color is Greg?
+      id  sentence          gold   hop 1   hop 2   hop 3
+       1  Brian is a frog.     2    0.01  [0.95]   0.02
+       3  Brian is yellow.     3    0.00    0.01  [0.93]
+       5  Greg is a frog.      1  [0.97]   0.02    0.03
+
+[x] is the hop's chosen memory (its argmax), ~x a memory masked because an earlier hop chose
+it (model.masking), and the gold column the supporting fact's place in the reasoning order.
+Only the Result interface is used (attention (B, K, M), hops_used, halted, hop_logits), so
+any model that honours it can be inspected.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import torch
+
+from memnet import babi
+from memnet.babi import Line, Sample, parse_lines, tokenize
+from memnet.config import Config
+from memnet.data import Vocab, encode_samples, normalize_answer
+from memnet.errors import MemnetError
+from memnet.model import HALT_REASONS
+from memnet.train import predict, read_splits
+
+FORMATS = ("text", "markdown", "json", "csv", "png")
+
+
+@dataclass
+class Table:
+    question: str  # as written, unknown words included
+    answer: str | None  # gold answer; None when the story gives none
+    memories: list[tuple[int, str]]  # (line id, sentence) of each memory, oldest first
+    attention: list[list[float]]  # [hop][memory] for the hops taken
+    chosen: list[int]  # per hop taken: row (index into memories) of its argmax
+    masked: list[list[int]]  # per hop taken: rows masked because an earlier hop chose them
+    support: list[int]  # rows of the gold supporting facts in reasoning order (in memory only)
+    prediction: str
+    probability: float
+    hops_used: int
+    max_hops: int
+    stop_reason: str  # "halted" (the halting unit stopped) or "max hops"
+    hop_answers: list[tuple[str, float]]  # per hop taken: the answer had it stopped there
+    unknown: list[str] = field(default_factory=list)  # words the model never saw, ignored
+    forgotten: int = 0  # facts older than the memory size, not seen by the model
+    label: str = ""  # where the question comes from, e.g. "test #12"
+
+    @property
+    def correct(self) -> bool | None:
+        return None if self.answer is None else normalize_answer(self.answer) == self.prediction
+
+    def gold(self, row: int) -> int | None:
+        """Place (1-based) of memory `row` in the gold reasoning order, or None."""
+        return self.support.index(row) + 1 if row in self.support else None
+
+
+# ---------------------------------------------------------------------------- running the model
+
+
+def known_words_only(sample: Sample, vocab: Vocab) -> tuple[Sample, list[str]]:
+    """The sample with words the model never saw removed (not mapped to <unk>: the model never
+    learned <unk>, so it would add noise), and those words."""
+    unknown = vocab.unknown([sample])
+
+    def clean(line: Line) -> Line:
+        return Line(line.id, " ".join(w for w in tokenize(line.text) if w in vocab.stoi), line.answer, line.support)
+
+    if not sample.facts:
+        raise MemnetError("the story has no sentences before the question")
+    if not any(w in vocab.stoi for w in tokenize(sample.question.text)):
+        raise MemnetError(f"the question {sample.question.text!r} has no word the model knows")
+    return Sample(tuple(clean(f) for f in sample.facts), clean(sample.question)), unknown
+
+
+@torch.no_grad()
+def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: Sequence[Sample],
+                    labels: Sequence[str] | None = None) -> list[Table]:
+    """One Table per sample, from one batched forward pass (in chunks)."""
+    cleaned = [known_words_only(s, vocab) for s in samples]
+    memory_size = cfg.data.memory_size
+    batch = encode_samples([c for c, _ in cleaned], vocab, memory_size)
+    result = predict(model, batch)
+    masking = getattr(cfg.model, "masking", "off") if cfg.model.type == "memn2n" else "off"
+    probs = result.logits.softmax(-1)  # (N, A)
+    hop_probs = result.hop_logits.softmax(-1)  # (N, K, A)
+    tables = []
+    for r, sample in enumerate(samples):
+        memory = sample.facts[-memory_size:]  # slot i is memory[len - 1 - i]
+        n = len(memory)
+        hops = int(result.hops_used[r])
+        attention = result.attention[r, :hops, :n].flip(-1)  # (hops, n) oldest first
+        chosen = [n - 1 - int(result.attention[r, k, :n].argmax()) for k in range(hops)]  # the model's argmax, on slots
+        rows = {line.id: i for i, line in enumerate(memory)}
+        pred = int(probs[r].argmax())
+        tables.append(Table(
+            question=sample.question.text,
+            answer=sample.question.answer or None,
+            memories=[(line.id, line.text) for line in memory],
+            attention=[[round(float(w), 6) for w in hop] for hop in attention],
+            chosen=chosen,
+            masked=[sorted(set(chosen[:k])) if masking != "off" else [] for k in range(hops)],
+            support=[rows[s] for s in sample.question.support if s in rows],
+            prediction=vocab.answers[pred],
+            probability=float(probs[r, pred]),
+            hops_used=hops,
+            max_hops=result.attention.shape[1],
+            stop_reason=HALT_REASONS[int(result.halted[r])],
+            hop_answers=[(vocab.answers[int(hop_probs[r, k].argmax())], float(hop_probs[r, k].max())) for k in range(hops)],
+            unknown=cleaned[r][1],
+            forgotten=len(sample.facts) - n,
+            label=labels[r] if labels is not None else "",
+        ))
+    return tables
+
+
+def read_story(path: str | os.PathLike) -> Sample:
+    """A story file in bAbI format whose last line is the question; the question's answer and
+    supporting ids are optional (`5 What color is Greg?` alone is fine)."""
+    try:
+        lines = [raw for raw in Path(path).read_text(encoding="utf-8").splitlines() if raw.strip()]
+    except (OSError, UnicodeDecodeError) as e:
+        raise MemnetError(f"{path}: cannot read story file ({getattr(e, 'strerror', None) or e})") from None
+    if not lines:
+        raise MemnetError(f"{path}: empty story file")
+    last = lines[-1]
+    has_answer = "\t" in last
+    if not has_answer:
+        if not last.rstrip().endswith("?"):
+            raise MemnetError(f"{path}:{len(lines)}: expected the story to end with a question ending in '?', found {last!r}")
+        lines[-1] = last.rstrip() + "\t?\t"  # a placeholder answer, dropped below
+    story = parse_lines(lines, path)[-1]
+    facts = tuple(line for line in story.lines[:-1] if not line.is_question)
+    question = story.lines[-1]
+    if not has_answer:
+        question = Line(question.id, question.text, "", ())
+    return Sample(facts, question)
+
+
+def load_samples(folder: str | os.PathLike, task: int | str, split: str, valid_fraction: float = 0.1) -> list[Sample]:
+    """The questions of one split, as the trainer splits them (valid carved out of train when
+    the folder has no valid file)."""
+    if not Path(folder).is_dir():
+        raise MemnetError(f"{folder}: no such data folder")
+    if split == "test":
+        return list(babi.samples(babi.load_split(folder, task, "test")))
+    return read_splits(folder, [task], valid_fraction)[split][task]
+
+
+# ---------------------------------------------------------------------------- renderers
+
+
+def _cell(table: Table, hop: int, row: int) -> tuple[str, str]:
+    """(text, kind) of one cell; kind is chosen, masked or plain."""
+    value = f"{table.attention[hop][row]:.2f}"
+    if row == table.chosen[hop]:
+        return f"[{value}]", "chosen"
+    if row in table.masked[hop]:
+        return f"~{value} ", "masked"
+    return f" {value} ", "plain"
+
+
+def _summary_lines(table: Table) -> list[str]:
+    gold = table.answer if table.answer is not None else "(none given)"
+    verdict = {True: "  correct", False: "  WRONG", None: ""}[table.correct]
+    lines = [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
+             f"hops used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
+             "had it stopped after: " + "   ".join(f"hop {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
+    if table.forgotten:
+        lines.append(f"({table.forgotten} older sentence(s) fell out of the {len(table.memories)}-slot memory)")
+    return lines
+
+
+_ANSI = {"chosen": "\033[1;32m", "masked": "\033[2m", "gold": "\033[36m", "bad": "\033[31m", "good": "\033[32m",
+         "reset": "\033[0m"}
+
+
+def render_text(table: Table, color: bool = False) -> str:
+    def paint(text: str, kind: str) -> str:
+        return f"{_ANSI[kind]}{text}{_ANSI['reset']}" if color and kind in _ANSI else text
+
+    id_w = max(2, *(len(str(i)) for i, _ in table.memories))
+    text_w = max(8, *(len(t) for _, t in table.memories))
+    header = f"{'id':>{id_w}}  {'sentence':<{text_w}}  gold" + "".join(f"  {'hop ' + str(k + 1):>6}" for k in range(table.hops_used))
+    out = [(table.label + "  " if table.label else "") + f"Q: {table.question}", header]
+    for row, (line_id, sentence) in enumerate(table.memories):
+        gold = table.gold(row)
+        cells = "".join("  " + paint(f"{text:>6}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
+        out.append(f"{line_id:>{id_w}}  {sentence:<{text_w}}  " + paint(f"{gold if gold else '':>4}", "gold") + cells)
+    summary = _summary_lines(table)
+    if table.correct is not None:
+        summary[0] = paint(summary[0], "good" if table.correct else "bad")
+    out += summary
+    out.append("[x] chosen memory (argmax) of the hop" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
+               + "; gold: place in the supporting facts' reasoning order")
+    return "\n".join(out) + "\n"
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def render_markdown(table: Table) -> str:
+    gold = table.answer if table.answer is not None else "none given"
+    verdict = {True: " ✓", False: " ✗", None: ""}[table.correct]
+    out = [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
+           f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} hops ({table.stop_reason})", "",
+           "| sentence | " + " | ".join(f"hop {k + 1}" for k in range(table.hops_used)) + " |",
+           "| --- |" + " ---: |" * table.hops_used]
+    for row, (line_id, sentence) in enumerate(table.memories):
+        gold_mark = f" *(gold {table.gold(row)})*" if table.gold(row) else ""
+        cells = []
+        for k in range(table.hops_used):
+            value = f"{table.attention[k][row]:.2f}"
+            kind = _cell(table, k, row)[1]
+            cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
+        out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
+    out += ["", "had it stopped after: " + ", ".join(f"hop {k + 1} → {_md_escape(a)} ({p:.2f})"
+                                                    for k, (a, p) in enumerate(table.hop_answers))]
+    return "\n".join(out) + "\n"
+
+
+def to_dict(table: Table) -> dict:
+    """The JSON form: memories as {id, text, gold}, attention per hop taken (memory order),
+    chosen and masked memories as line ids."""
+    ids = [i for i, _ in table.memories]
+    return {
+        "label": table.label,
+        "question": table.question,
+        "answer": table.answer,
+        "prediction": table.prediction,
+        "probability": table.probability,
+        "correct": table.correct,
+        "hops_used": table.hops_used,
+        "max_hops": table.max_hops,
+        "stop_reason": table.stop_reason,
+        "memories": [{"id": i, "text": t, "gold": table.gold(row)} for row, (i, t) in enumerate(table.memories)],
+        "attention": table.attention,
+        "chosen": [ids[row] for row in table.chosen],
+        "masked": [[ids[row] for row in hop] for hop in table.masked],
+        "support": [ids[row] for row in table.support],
+        "hop_answers": [{"hop": k + 1, "answer": a, "probability": p} for k, (a, p) in enumerate(table.hop_answers)],
+        "unknown_words": table.unknown,
+        "forgotten": table.forgotten,
+    }
+
+
+def render_csv(tables: Sequence[Table]) -> str:
+    """One row per (question, memory): attention per hop (empty for hops not taken), the hops
+    that chose it, its gold place."""
+    hops = max(t.max_hops for t in tables)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["question", "id", "sentence", "gold", *(f"hop_{k + 1}" for k in range(hops)), "chosen_by_hops",
+                     "prediction", "answer"])
+    for n, t in enumerate(tables):
+        for row, (line_id, sentence) in enumerate(t.memories):
+            weights = [f"{t.attention[k][row]:.4f}" if k < t.hops_used else "" for k in range(hops)]
+            chosen = " ".join(str(k + 1) for k in range(t.hops_used) if t.chosen[k] == row)
+            writer.writerow([t.label or n, line_id, sentence, t.gold(row) or "", *weights, chosen, t.prediction,
+                             t.answer or ""])
+    return buffer.getvalue()
+
+
+def render(tables: Sequence[Table], fmt: str, color: bool = False) -> str:
+    """Several tables in one format (json: one object, or a list for several)."""
+    if fmt == "text":
+        return "\n".join(render_text(t, color) for t in tables)
+    if fmt == "markdown":
+        return "\n".join(render_markdown(t) for t in tables)
+    if fmt == "json":
+        data = [to_dict(t) for t in tables]
+        return json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n"
+    if fmt == "csv":
+        return render_csv(tables)
+    raise MemnetError(f"format: expected one of {', '.join(FORMATS)}, found {fmt!r}")
+
+
+def use_color(stream=sys.stdout) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    return hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def heatmap(table: Table, path: str | os.PathLike) -> None:
+    """A png heatmap: rows are sentences, columns hops, the weight printed in each cell, the
+    chosen cell boxed, gold facts marked in the row label."""
+    import matplotlib
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    weights = torch.tensor(table.attention).T.numpy() if table.attention else None  # (memories, hops)
+    rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
+    height = 1.2 + 0.38 * len(rows)
+    fig, ax = plt.subplots(figsize=(2.2 + 0.25 * max(len(r) for r in rows) / 2.2 + 1.0 * table.hops_used, height))
+    ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    for r in range(len(rows)):
+        for k in range(table.hops_used):
+            w = weights[r, k]
+            masked = r in table.masked[k]
+            ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
+                    color="white" if w > 0.6 else "black", fontweight="bold" if r == table.chosen[k] else "normal")
+        for k in range(table.hops_used):
+            if table.chosen[k] == r:
+                ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
+    ax.set_xticks(range(table.hops_used), [f"hop {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)])
+    ax.set_yticks(range(len(rows)), rows)
+    ax.xaxis.tick_top()
+    gold = table.answer if table.answer is not None else "?"
+    ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
+                 fontsize=10, pad=8, loc="left")
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+

@@ -1,0 +1,129 @@
+"""A self-contained HTML report of a trained model on one split: the run's metrics, then every
+question's attention table as coloured cells, with a checkbox that shows only wrong answers.
+
+One file, no network and no external assets (inline CSS and a few lines of inline JS), so it
+can be mailed, archived or opened offline.
+"""
+from __future__ import annotations
+
+import os
+from collections import Counter
+from html import escape
+from typing import Any, Sequence
+
+import torch
+
+from memnet.babi import Sample, atomic_write
+from memnet.config import Config
+from memnet.data import Vocab, encode_samples
+from memnet.inspect import Table, inspect_samples
+from memnet.train import evaluate
+
+_CSS = """
+body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
+h1 { font-size: 1.4em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 1.4em; }
+.sub { color: #666; margin-top: 0; }
+table { border-collapse: collapse; margin: .4em 0; }
+td, th { border: 1px solid #ddd; padding: 2px 8px; }
+th { background: #f4f4f4; font-weight: 600; }
+table.metrics td.num, table.attention td.w { text-align: right; font-variant-numeric: tabular-nums; }
+table.attention td.w { min-width: 3.5em; }
+td.chosen { outline: 2px solid #d62728; outline-offset: -2px; font-weight: 700; }
+td.masked { text-decoration: line-through; color: #888; }
+td.gold { color: #0a7d8c; font-weight: 600; text-align: center; }
+.bar { display: inline-block; height: .8em; background: #1f77b4; vertical-align: middle; }
+.question { margin: 1em 0 1.4em; padding-left: .8em; border-left: 4px solid #2ca02c; }
+.question.wrong { border-left-color: #d62728; }
+.question h3 { font-size: 1em; margin: 0 0 .2em; }
+.verdict.wrong { color: #d62728; font-weight: 700; } .verdict.right { color: #2ca02c; font-weight: 700; }
+.hops { color: #555; font-size: .92em; }
+body.wrong-only .question.right { display: none; }
+#filter { position: sticky; top: 0; background: #fff; padding: .4em 0; border-bottom: 1px solid #eee; }
+"""
+
+# The only script: the checkbox toggles a class on <body>; CSS hides the right answers.
+_JS = """
+document.getElementById('wrong-only').addEventListener('change', function (e) {
+  document.body.classList.toggle('wrong-only', e.target.checked);
+});
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def _metrics_html(m: dict[str, Any], hops_used: Counter, max_hops: int) -> str:
+    rows = [("questions", str(m["n"])), ("accuracy", _pct(m["accuracy"])), ("chain accuracy", _pct(m["chain_accuracy"])),
+            ("support recall", _pct(m["support_recall"])), ("mean hops used", f"{m['mean_hops']:.2f}")]
+    rows += [(f"hop {k + 1} accuracy", _pct(a)) for k, a in enumerate(m["hop_accuracy"])]
+    out = ['<table class="metrics" id="metrics">']
+    out += [f'<tr><th>{escape(name)}</th><td class="num">{value}</td></tr>' for name, value in rows]
+    out.append("</table>")
+    total = sum(hops_used.values()) or 1
+    out.append('<h2>Hops used</h2><table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>')
+    for k in range(1, max_hops + 1):
+        n = hops_used.get(k, 0)
+        out.append(f'<tr><td class="num">{k}</td><td class="num">{n}</td>'
+                   f'<td><span class="bar" style="width:{200 * n / total:.0f}px"></span> {_pct(n / total)}</td></tr>')
+    out.append("</table>")
+    return "\n".join(out)
+
+
+def _table_html(t: Table) -> str:
+    verdict = "right" if t.correct else "wrong"
+    gold = escape(t.answer) if t.answer is not None else "none given"
+    head = "".join(f"<th>hop {k + 1}</th>" for k in range(t.hops_used))
+    rows = []
+    for r, (line_id, sentence) in enumerate(t.memories):
+        cells = []
+        for k in range(t.hops_used):
+            w = t.attention[k][r]
+            kind = "chosen" if r == t.chosen[k] else "masked" if r in t.masked[k] else ""
+            ink = "#fff" if w > 0.6 else "#222"
+            cells.append(f'<td class="w {kind}" style="background:rgba(31,119,180,{w:.3f});color:{ink}">{w:.2f}</td>')
+        g = t.gold(r)
+        rows.append(f'<tr><td class="num">{line_id}</td><td>{escape(sentence)}</td><td class="gold">{g or ""}</td>{"".join(cells)}</tr>')
+    hop_answers = ", ".join(f"hop {k + 1} → {escape(a)} ({p:.2f})" for k, (a, p) in enumerate(t.hop_answers))
+    return (f'<section class="question {verdict}">\n<h3>{escape(t.label)}: {escape(t.question)}</h3>\n'
+            f'<div>predicted <b>{escape(t.prediction)}</b> ({t.probability:.2f}), gold <b>{gold}</b> '
+            f'<span class="verdict {verdict}">{"✓" if t.correct else "✗"}</span> · {t.hops_used} of {t.max_hops} hops '
+            f'({escape(t.stop_reason)})</div>\n'
+            f'<table class="attention"><tr><th>id</th><th>sentence</th><th>gold</th>{head}</tr>\n' + "\n".join(rows)
+            + f'</table>\n<div class="hops">had it stopped after: {hop_answers}</div>\n</section>')
+
+
+def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence[Sample], *, title: str,
+          limit: int | None = None) -> str:
+    """The whole page. Metrics cover every question (the trainer's evaluate); tables the
+    first `limit` (all by default)."""
+    m = evaluate(model, encode_samples(questions, vocab, cfg.data.memory_size))
+    shown = questions[:limit] if limit is not None else questions
+    tables = inspect_samples(model, vocab, cfg, shown, [f"#{i}" for i in range(len(shown))])
+    hops_used = Counter()  # over every question, from the metrics' (facts -> hops used) counts
+    for counts in m["hops_by_facts"].values():
+        hops_used.update({int(h): n for h, n in counts.items()})
+    wrong = sum(t.correct is False for t in tables)
+    mc = cfg.model
+    setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
+               f"masking {mc.masking}")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>memnet report</title>
+<style>{_CSS}</style></head>
+<body>
+<h1>memnet report</h1>
+<p class="sub">{escape(title)}<br>{escape(setting)}</p>
+<h2>Metrics</h2>
+{_metrics_html(m, hops_used, mc.hops)}
+<h2>Attention, question by question</h2>
+<div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)})</label></div>
+<p class="sub">Darker cells carry more attention; the outlined cell is the hop's chosen memory (argmax); struck-through
+cells were masked because an earlier hop chose them; the gold column is the supporting facts' reasoning order.</p>
+{chr(10).join(_table_html(t) for t in tables)}
+<script>{_JS}</script>
+</body></html>
+"""
+
+
+def write(path: str | os.PathLike, html: str) -> None:
+    atomic_write(path, html)

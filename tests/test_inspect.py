@@ -1,0 +1,250 @@
+"""inspect, report and ask, run through the real CLI on a tiny trained model (conftest: inspect_run).
+
+The tiny model is far from solving qa16, so these tests check the tables against the model's
+own Result and the data, not the answers.
+"""
+import csv
+import io
+import json
+from html.parser import HTMLParser
+
+import pytest
+import torch
+
+from memnet import babi, checkpoint
+from memnet.cli import build_parser, main
+from memnet.data import encode_samples
+
+SEED_STORY = "1 Brian is a frog.\n2 Lily is gray.\n3 Brian is yellow.\n4 Julius is green.\n5 Greg is a frog.\n6 What colour is Greg?\n"
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def inspect_json(capsys, run_, *extra):
+    code, out, err = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"], "--format", "json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_json_matches_the_models_result_and_the_story(capsys, inspect_run):
+    sample = list(babi.samples(babi.load_split(inspect_run["data"], 16, "test")))[4]
+    table = inspect_json(capsys, inspect_run, "--index", 4)
+    assert [(m["id"], m["text"]) for m in table["memories"]] == [(f.id, f.text) for f in sample.facts]
+    assert table["question"] == sample.question.text and table["answer"] == sample.question.answer
+    assert table["support"] == list(sample.question.support)
+    assert [m["gold"] for m in table["memories"] if m["gold"]] == [sample.question.support.index(m["id"]) + 1
+                                                                  for m in table["memories"] if m["id"] in sample.question.support]
+
+    model, cfg, vocab, _ = checkpoint.load(inspect_run["checkpoint"])
+    with torch.no_grad():
+        result = model(encode_samples([sample], vocab, cfg.data.memory_size))
+    hops, n = int(result.hops_used[0]), len(sample.facts)
+    assert table["hops_used"] == hops and len(table["attention"]) == hops
+    for k in range(hops):  # slot i of the batch is fact n - 1 - i
+        assert table["attention"][k] == pytest.approx(result.attention[0, k, :n].flip(0).tolist(), abs=1e-5)
+        assert sum(table["attention"][k]) == pytest.approx(1.0, abs=1e-4)
+    assert table["chosen"] == [sample.facts[n - 1 - int(result.attention[0, k, :n].argmax())].id for k in range(hops)]
+    assert table["prediction"] == vocab.answers[int(result.logits[0].argmax())]
+    assert table["probability"] == pytest.approx(float(result.logits[0].softmax(-1).max()), abs=1e-5)
+    assert table["stop_reason"] == ("halted" if bool(result.halted[0]) else "max hops")
+    assert [h["answer"] for h in table["hop_answers"]] == [vocab.answers[int(i)] for i in result.hop_logits[0, :hops].argmax(-1)]
+
+
+def test_hard_masking_is_shown(capsys, inspect_run):
+    tables = inspect_json(capsys, inspect_run, "--all", "--limit", 20)
+    multi = [t for t in tables if t["hops_used"] > 1]
+    assert multi, "the tiny model should take more than one hop on some question"
+    for t in multi:
+        ids = [m["id"] for m in t["memories"]]
+        for k in range(t["hops_used"]):
+            assert t["masked"][k] == sorted(set(t["chosen"][:k]), key=ids.index)
+            for line_id in t["masked"][k]:
+                assert t["attention"][k][ids.index(line_id)] == 0.0  # hard masking: exactly no attention
+
+
+def test_text_table(capsys, inspect_run):
+    table = inspect_json(capsys, inspect_run, "--index", 2)
+    code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                         "--index", 2)
+    assert code == 0 and "\033[" not in out  # no colour when not on a terminal
+    lines = out.splitlines()
+    assert lines[0] == f"test #2  Q: {table['question']}"
+    assert lines[1].split()[3:] == [w for k in range(table["hops_used"]) for w in ("hop", str(k + 1))]
+    rows = lines[2: 2 + len(table["memories"])]
+    for row, memory in zip(rows, table["memories"]):
+        assert row.split()[0] == str(memory["id"]) and memory["text"] in row
+        assert row.count("[") == table["chosen"].count(memory["id"])
+    gold = table["answer"]
+    assert f"answer: {table['prediction']} (p={table['probability']:.2f})   gold: {gold}" in out
+    assert f"hops used: {table['hops_used']} of {table['max_hops']} (stopped: {table['stop_reason']})" in out
+    code, colored, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                           "--index", 2, "--color", "always")
+    assert "\033[1;32m[" in colored
+
+
+def test_markdown_table(capsys, inspect_run):
+    table = inspect_json(capsys, inspect_run, "--index", 1)
+    code, out, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                       "--index", 1, "--format", "markdown")
+    assert code == 0
+    hops = table["hops_used"]
+    header = "| sentence | " + " | ".join(f"hop {k + 1}" for k in range(hops)) + " |"
+    lines = out.splitlines()
+    start = lines.index(header)
+    rows = [line.strip("|").split(" | ") for line in lines[start + 2: start + 2 + len(table["memories"])]]
+    for k in range(hops):
+        bold = [r for r, cells in enumerate(rows) if cells[k + 1].strip().startswith("**")]
+        assert [table["memories"][r]["id"] for r in bold] == [table["chosen"][k]]
+    for memory, cells in zip(table["memories"], rows):
+        assert cells[0].strip().startswith(f"{memory['id']} {memory['text']}")
+        assert ("(gold" in cells[0]) == (memory["gold"] is not None)
+
+
+def test_csv_and_png(capsys, inspect_run, tmp_path):
+    table = inspect_json(capsys, inspect_run, "--index", 0)
+    code, out, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                       "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and len(rows) == len(table["memories"])
+    assert [float(r["hop_1"]) for r in rows] == pytest.approx(table["attention"][0], abs=1e-4)
+    assert [r["id"] for r in rows if "1" in r["chosen_by_hops"].split()] == [str(table["chosen"][0])]
+
+    png = tmp_path / "attention.png"
+    code, _, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                       "--format", "png", "--out", png)
+    assert code == 0 and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+    height, width, _ = matplotlib.image.imread(png).shape
+    assert height > 100 and width > 200
+
+
+def test_walk_wrong_only(capsys, inspect_run):
+    everything = inspect_json(capsys, inspect_run, "--all")
+    n_test = len(list(babi.samples(babi.load_split(inspect_run["data"], 16, "test"))))
+    assert len(everything) == n_test
+    wrong = inspect_json(capsys, inspect_run, "--all", "--wrong-only", "--limit", 3)
+    expected = [t["label"] for t in everything if not t["correct"]][:3]
+    assert expected, "the tiny model should get some question wrong"
+    assert [t["label"] for t in wrong] == expected
+
+
+def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
+    story = tmp_path / "story.txt"
+    story.write_text(SEED_STORY)
+    code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", story)
+    assert code == 0
+    assert "warning: the model never saw 'colour'; ignored" in err
+    assert "Q: What colour is Greg?" in out and "gold: (none given)" in out
+    assert all(f"{i}  " in out for i in range(1, 6))
+    with_answer = tmp_path / "answered.txt"
+    with_answer.write_text(SEED_STORY.replace("Greg?", "Greg?\tyellow\t5 1 3"))
+    code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", with_answer, "--format", "json")
+    table = json.loads(out)
+    assert code == 0 and table["answer"] == "yellow" and table["support"] == [5, 1, 3]
+    assert [m["gold"] for m in table["memories"]] == [2, None, 3, None, 1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--checkpoint", "{tmp}/missing.pt"], "no such checkpoint file"),
+    (["--checkpoint", "{tmp}/corrupt.pt"], "not a readable memnet checkpoint"),
+    (["--index", "100000"], "out of range"),
+    (["--index", "-1"], "out of range"),
+    (["--story", "{tmp}/no_question.txt"], "ending in '?'"),
+    (["--story", "{tmp}/bad_ids.txt"], "ids increase by one"),
+    (["--story", "{tmp}/gibberish.txt"], "no word the model knows"),
+    (["--story", "{tmp}/only_question.txt"], "no sentences before the question"),
+    (["--story", "{tmp}/missing.txt"], "cannot read story file"),
+    (["--format", "png"], "needs --out"),
+])
+def test_errors_are_one_line(capsys, inspect_run, tmp_path, args, message):
+    (tmp_path / "corrupt.pt").write_bytes(b"not a checkpoint")
+    (tmp_path / "no_question.txt").write_text("1 Brian is a frog.\n2 Brian is yellow.\n")
+    (tmp_path / "bad_ids.txt").write_text("1 Brian is a frog.\n3 What color is Brian?\n")
+    (tmp_path / "gibberish.txt").write_text("1 Brian is a frog.\n2 Xyzzy plugh?\n")
+    (tmp_path / "only_question.txt").write_text("1 What color is Brian?\n")
+    argv = ["--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"]]
+    argv += [a.format(tmp=tmp_path) for a in args]
+    code, out, err = run(capsys, "inspect", *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("memnet inspect: error: ") and message in err
+
+
+class _Page(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tables, self.sections, self.inputs, self.scripts, self.urls, self.ids = [], [], [], 0, [], set()
+        self.text = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.ids.add(a.get("id"))
+        if tag == "table":
+            self.tables.append(a.get("class"))
+        if tag == "section":
+            self.sections.append(a.get("class"))
+        if tag == "input":
+            self.inputs.append(a)
+        if tag == "script":
+            self.scripts += 1
+            assert "src" not in a
+        self.urls += [v for k, v in attrs if k in ("href", "src") and v]
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def test_report(capsys, inspect_run, tmp_path):
+    everything = inspect_json(capsys, inspect_run, "--all")
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"], "--out", out)
+    assert code == 0, err
+    html = out.read_text()
+    page = _Page()
+    page.feed(html)
+    assert "http://" not in html and "https://" not in html and not page.urls
+    assert page.tables.count("attention") == len(everything)
+    assert page.sections.count("question wrong") == sum(not t["correct"] for t in everything)
+    assert {"metrics", "hops-used", "wrong-only"} <= page.ids
+    assert any(i.get("type") == "checkbox" and i.get("id") == "wrong-only" for i in page.inputs) and page.scripts == 1
+    text = " ".join(page.text)
+    accuracy = sum(t["correct"] for t in everything) / len(everything)
+    assert f"{100 * accuracy:.1f}%" in text
+    assert all(f"hop {k + 1} accuracy" in text for k in range(everything[0]["max_hops"]))
+    assert "chain accuracy" in text
+    code, _, _ = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
+                     "--out", out, "--limit", 5)
+    page = _Page()
+    page.feed(out.read_text())
+    assert code == 0 and page.tables.count("attention") == 5
+
+
+def test_ask_from_stdin(capsys, inspect_run, monkeypatch):
+    typed = ("Brian is a frog.\nLily is gray.\nBrian is yellow.\nJulius is green.\nGreg is a frog.\n"
+             "What colour is Greg?\nreset\nWhat color is Greg?\nBrian is a frog.\nXyzzy plugh?\n")
+    monkeypatch.setattr("sys.stdin", io.StringIO(typed))
+    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"])
+    assert code == 0
+    assert "warning: the model never saw 'colour'; ignored" in err and "'xyzzy', 'plugh'" in err
+    assert out.count("Q: What colour is Greg?") == 1 and "5  Greg is a frog." in out
+    assert "(new story)" in out
+    assert "cannot answer: the story has no sentences before the question" in out
+    assert "cannot answer: the question 'Xyzzy plugh?' has no word the model knows" in out
+
+
+def test_ask_story_file(capsys, inspect_run, tmp_path):
+    story = tmp_path / "story.txt"
+    story.write_text(SEED_STORY)
+    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--story", story, "--format", "json")
+    table = json.loads(out)
+    assert code == 0 and table["question"] == "What colour is Greg?" and len(table["memories"]) == 5
+
+
+def test_every_flag_has_help():
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    for name in ("inspect", "report", "ask"):
+        for action in subparsers.choices[name]._actions:
+            assert action.help, f"{name} {action.option_strings} has no help"
