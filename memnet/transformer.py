@@ -98,6 +98,7 @@ class Transformer(nn.Module):
         self.question = p(d)  # T_q: marks the question's position
         if cfg.type == "universal":
             self.step = p(L, d)  # step encoding added before each application of the layer
+        self.ln0_gain, self.ln0_bias = p(d), p(d)  # LayerNorm of the input sentences
         self.wq, self.wk, self.wv, self.wo = p(n, d, d), p(n, d, d), p(n, d, d), p(n, d, d)
         self.ln1_gain, self.ln1_bias = p(n, d), p(n, d)
         self.w1, self.b1, self.w2, self.b2 = p(n, d, f), p(n, f), p(n, f, d), p(n, d)
@@ -168,6 +169,7 @@ class Transformer(nn.Module):
                                         batch.time.clamp(max=self.memory_size - 1)]  # + T(i)
         u = self._sentences(batch.query) + self.question[:, None]  # (S, B, d)
         x = torch.cat([u[:, :, None], memory], 2)  # (S, B, T, d), T = 1 + M: question first
+        x = layer_norm(x, self.ln0_gain, self.ln0_bias)  # unit scale: the first layer's scores start informative
 
         real = torch.arange(M, device=dev) < batch.length[..., None]  # (s, B, M)
         keys = torch.cat([torch.ones_like(real[..., :1]), real], -1)  # (s, B, T) question and real memories

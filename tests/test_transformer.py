@@ -1,0 +1,135 @@
+"""The transformer reader: the memory network's contract (shapes, attention rows sum to one,
+padding gets none, seeds side by side), the 1/sqrt(d_k) switch, learning and the CLI."""
+import dataclasses
+import json
+import math
+
+import pytest
+import torch
+
+from memnet import babi, checkpoint, generator
+from memnet.cli import main
+from memnet.config import ModelConfig, load
+from memnet.data import Vocab, encode_samples
+from memnet.model import build_model
+from memnet.train import seed_state, train
+from memnet.transformer import Transformer, attention, saturation
+
+
+@pytest.fixture(scope="module")
+def qa1():
+    samples = list(babi.samples(generator.generate(1, 40, seed=3)))
+    vocab = Vocab.build(samples)
+    return vocab, encode_samples(samples, vocab, memory_size=50)
+
+
+def make(vocab, seeds=1, **fields):
+    cfg = ModelConfig(**{"type": "transformer", **fields})
+    model = build_model(cfg, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(), seeds=seeds)
+    model.reset_parameters([torch.Generator().manual_seed(10 + s) for s in range(seeds)])
+    return model
+
+
+@pytest.mark.parametrize("fields", [{}, {"type": "universal", "stopping": True, "layers": 3}])
+def test_shapes_plain_and_seeded(qa1, fields):
+    vocab, batch = qa1
+    B, M = len(batch), batch.story.shape[1]
+    L, A = fields.get("layers", 2), len(vocab.answers)
+    reading = make(vocab, **fields).read(batch)
+    r = reading.result
+    assert r.logits.shape == (B, A) and r.attention.shape == (B, L, M) and r.hop_logits.shape == (B, L, A)
+    assert r.hops_used.shape == r.halted.shape == (B,) and r.halt_probs.shape == (B, L) and r.loss.dim() == 0
+    assert reading.heads.shape == reading.scores.shape == (B, L, 2, M)
+    seeded = make(vocab, seeds=3, **fields)(batch.index(torch.arange(12).view(3, 4)))  # the trainer's (S, B) form
+    assert seeded.logits.shape == (3, 4, A) and seeded.attention.shape == (3, 4, L, M)
+
+
+def test_attention_rows_sum_to_one_and_padding_gets_none(qa1):
+    vocab, batch = qa1
+    reading = make(vocab).read(batch)
+    slot = torch.arange(batch.story.shape[1])
+    pad = slot >= batch.length[:, None]  # (B, M)
+    assert pad.any() and (batch.length > 0).all()
+    for weights in (reading.result.attention, reading.heads.flatten(1, 2)):  # (B, rows, M)
+        assert torch.allclose(weights.sum(-1), torch.ones(weights.shape[:2]), atol=1e-5)
+        assert (weights.masked_select(pad[:, None, :].expand_as(weights)) == 0).all()
+
+
+def test_padding_changes_nothing(qa1):
+    """Extra padded memory slots and word columns leave every output as it was."""
+    vocab, batch = qa1
+    model = make(vocab)
+    wider = dataclasses.replace(batch, story=torch.nn.functional.pad(batch.story, (0, 2, 0, 3)),
+                                time=torch.arange(batch.story.shape[1] + 3).expand(len(batch), -1))
+    a, b = model(batch), model(wider)
+    assert torch.allclose(a.logits, b.logits, atol=1e-5)
+    assert torch.allclose(a.attention, b.attention[..., : batch.story.shape[1]], atol=1e-6)
+    assert (b.attention[..., batch.story.shape[1]:] == 0).all()
+
+
+def test_attention_function_masks_exactly():
+    q, k, v = torch.randn(3, 5, 4), torch.randn(3, 5, 4), torch.randn(3, 5, 4)
+    allowed = torch.rand(3, 5, 5) < 0.6
+    allowed[..., 0] = True
+    out, w, scores = attention(q, k, v, allowed)
+    assert (w[~allowed] == 0).all() and torch.allclose(w.sum(-1), torch.ones(3, 5))
+    assert torch.allclose(scores[allowed], (q @ k.transpose(-1, -2) / 2)[allowed])  # sqrt(d_k) = 2
+    assert torch.allclose(out, w @ v)
+
+
+def test_scale_switch_divides_scores_by_sqrt_dk(qa1):
+    """Same weights with and without model.scale: the first layer's scores differ by sqrt(d_k)
+    exactly, and the unscaled softmax is more peaked."""
+    vocab, batch = qa1
+    scaled = make(vocab, dim=32, heads=2)
+    plain = make(vocab, dim=32, heads=2, scale=False)
+    plain.load_state_dict(scaled.state_dict())
+    a, b = scaled.read(batch), plain.read(batch)
+    real = torch.arange(batch.story.shape[1]) < batch.length[:, None, None]  # (B, 1, M)
+    sa, sb = a.scores[:, 0], b.scores[:, 0]  # (B, H, M) layer 1 sees the same inputs either way
+    assert torch.allclose(sb.masked_select(real), sa.masked_select(real) * math.sqrt(16), atol=1e-4)
+    assert not torch.allclose(sb.masked_select(real), sa.masked_select(real), atol=1e-3)
+    assert saturation(b.heads[:, :1], batch.length)["mean_max_weight"] > saturation(a.heads[:, :1], batch.length)["mean_max_weight"]
+
+
+def test_each_seed_computes_what_it_would_alone(qa1):
+    vocab, batch = qa1
+    many = make(vocab, seeds=2, type="universal", stopping=True)
+    together = many(batch)  # (2, B, ...): one plain batch for both seeds
+    for s in range(2):
+        alone = make(vocab, type="universal", stopping=True)
+        alone.load_state_dict(seed_state(many, s))
+        r = alone(batch)
+        assert torch.allclose(r.logits, together.logits[s], atol=1e-5)
+        assert torch.allclose(r.attention, together.attention[s], atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("gen")
+    for split, size in (("train", 300), ("valid", 100), ("test", 200)):
+        stories = generator.generate(1, size, seed=0, split=split)
+        babi.write_file(out / babi.task_filename(1, split), stories)
+    return out
+
+
+def test_learns_generated_qa1(generated):
+    """300 generated qa1 questions: well above chance (1/6) on held-out questions."""
+    cfg = load(None, {"data.dir": str(generated), "data.task": "1", "model.type": "transformer",
+                      "train.epochs": 20, "train.eval_every": 10, "train.linear_start_epochs": 0,
+                      "train.threads": 1})
+    result = train(cfg, progress=False)
+    assert isinstance(result["model"], Transformer)
+    assert result["test"]["accuracy"] > 0.5, result["test"]["accuracy"]
+
+
+def test_train_and_eval_cli(generated, tmp_path, capsys):
+    run = tmp_path / "run"
+    assert main(["train", "--data", str(generated), "--task", "1", "--out", str(run), "--quiet", "--model.type=transformer",
+                 "--model.layers=3", "--train.epochs=2", "--train.eval_every=1"]) == 0
+    assert "test: accuracy" in capsys.readouterr().out
+    model, cfg, _, _ = checkpoint.load(run / "model.pt")
+    assert isinstance(model, Transformer) and cfg.model.type == "transformer" and cfg.model.layers == 3
+    assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--json"]) == 0
+    metrics = json.loads(capsys.readouterr().out)
+    assert metrics["n"] == 200 and 0 <= metrics["accuracy"] <= 1 and len(metrics["hop_accuracy"]) == 3
