@@ -84,6 +84,7 @@ class Transformer(nn.Module):
         assert cfg.encoding in ("bow", "pe"), f"model.encoding: expected bow or pe, found {cfg.encoding!r}"
         assert cfg.dim % cfg.heads == 0, f"model.dim ({cfg.dim}) must be a multiple of model.heads ({cfg.heads})"
         assert cfg.layers >= 1, f"model.layers: expected at least 1, found {cfg.layers}"
+        assert cfg.masking == "off", f"model.masking: memn2n only; the transformer takes off, found {cfg.masking!r}"
         self.cfg, self.seeds, self.memory_size = cfg, seeds, memory_size
         self.attention_supervision = attention_supervision
         self.linear = False  # the trainer's linear start; a transformer has no softmax-free phase, so unused
