@@ -58,6 +58,7 @@ class Table:
     unknown: list[str] = field(default_factory=list)  # words the model never saw, ignored
     forgotten: int = 0  # facts older than the memory size, not seen by the model
     label: str = ""  # where the question comes from, e.g. "test #12"
+    step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
 
     @property
     def correct(self) -> bool | None:
@@ -123,6 +124,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             unknown=cleaned[r][1],
             forgotten=len(sample.facts) - n,
             label=labels[r] if labels is not None else "",
+            step="hop" if cfg.model.type == "memn2n" else "layer",
         ))
     return tables
 
@@ -177,8 +179,8 @@ def _summary_lines(table: Table) -> list[str]:
     gold = table.answer if table.answer is not None else "(none given)"
     verdict = {True: "  correct", False: "  WRONG", None: ""}[table.correct]
     lines = [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
-             f"hops used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
-             "had it stopped after: " + "   ".join(f"hop {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
+             f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
+             "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
     if table.forgotten:
         lines.append(f"({table.forgotten} older sentence(s) fell out of the {len(table.memories)}-slot memory)")
     return lines
@@ -194,17 +196,17 @@ def render_text(table: Table, color: bool = False) -> str:
 
     id_w = max(2, *(len(str(i)) for i, _ in table.memories))
     text_w = max(8, *(len(t) for _, t in table.memories))
-    header = f"{'id':>{id_w}}  {'sentence':<{text_w}}  gold" + "".join(f"  {'hop ' + str(k + 1):>6}" for k in range(table.hops_used))
+    header = f"{'id':>{id_w}}  {'sentence':<{text_w}}  gold" + "".join(f"  {table.step + ' ' + str(k + 1):>7}" for k in range(table.hops_used))
     out = [(table.label + "  " if table.label else "") + f"Q: {table.question}", header]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold = table.gold(row)
-        cells = "".join("  " + paint(f"{text:>6}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
+        cells = "".join("  " + paint(f"{text:>7}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
         out.append(f"{line_id:>{id_w}}  {sentence:<{text_w}}  " + paint(f"{gold if gold else '':>4}", "gold") + cells)
     summary = _summary_lines(table)
     if table.correct is not None:
         summary[0] = paint(summary[0], "good" if table.correct else "bad")
     out += summary
-    out.append("[x] chosen memory (argmax) of the hop" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
+    out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order")
     return "\n".join(out) + "\n"
 
@@ -217,8 +219,8 @@ def render_markdown(table: Table) -> str:
     gold = table.answer if table.answer is not None else "none given"
     verdict = {True: " ✓", False: " ✗", None: ""}[table.correct]
     out = [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
-           f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} hops ({table.stop_reason})", "",
-           "| sentence | " + " | ".join(f"hop {k + 1}" for k in range(table.hops_used)) + " |",
+           f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
+           "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
            "| --- |" + " ---: |" * table.hops_used]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold_mark = f" *(gold {table.gold(row)})*" if table.gold(row) else ""
@@ -228,7 +230,7 @@ def render_markdown(table: Table) -> str:
             kind = _cell(table, k, row)[1]
             cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
         out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
-    out += ["", "had it stopped after: " + ", ".join(f"hop {k + 1} → {_md_escape(a)} ({p:.2f})"
+    out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {_md_escape(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
     return "\n".join(out) + "\n"
 
@@ -244,6 +246,7 @@ def to_dict(table: Table) -> dict:
         "prediction": table.prediction,
         "probability": table.probability,
         "correct": table.correct,
+        "step": table.step,
         "hops_used": table.hops_used,
         "max_hops": table.max_hops,
         "stop_reason": table.stop_reason,
@@ -316,7 +319,7 @@ def heatmap(table: Table, path: str | os.PathLike) -> None:
         for k in range(table.hops_used):
             if table.chosen[k] == r:
                 ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
-    ax.set_xticks(range(table.hops_used), [f"hop {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)])
+    ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)])
     ax.set_yticks(range(len(rows)), rows)
     ax.xaxis.tick_top()
     gold = table.answer if table.answer is not None else "?"

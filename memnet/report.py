@@ -73,7 +73,7 @@ def _metrics_html(m: dict[str, Any], hops_used: Counter, max_hops: int) -> str:
 def _table_html(t: Table) -> str:
     verdict = "right" if t.correct else "wrong"
     gold = escape(t.answer) if t.answer is not None else "none given"
-    head = "".join(f"<th>hop {k + 1}</th>" for k in range(t.hops_used))
+    head = "".join(f"<th>{t.step} {k + 1}</th>" for k in range(t.hops_used))
     rows = []
     for r, (line_id, sentence) in enumerate(t.memories):
         cells = []
@@ -84,10 +84,10 @@ def _table_html(t: Table) -> str:
             cells.append(f'<td class="w {kind}" style="background:rgba(31,119,180,{w:.3f});color:{ink}">{w:.2f}</td>')
         g = t.gold(r)
         rows.append(f'<tr><td class="num">{line_id}</td><td>{escape(sentence)}</td><td class="gold">{g or ""}</td>{"".join(cells)}</tr>')
-    hop_answers = ", ".join(f"hop {k + 1} → {escape(a)} ({p:.2f})" for k, (a, p) in enumerate(t.hop_answers))
+    hop_answers = ", ".join(f"{t.step} {k + 1} → {escape(a)} ({p:.2f})" for k, (a, p) in enumerate(t.hop_answers))
     return (f'<section class="question {verdict}">\n<h3>{escape(t.label)}: {escape(t.question)}</h3>\n'
             f'<div>predicted <b>{escape(t.prediction)}</b> ({t.probability:.2f}), gold <b>{gold}</b> '
-            f'<span class="verdict {verdict}">{"✓" if t.correct else "✗"}</span> · {t.hops_used} of {t.max_hops} hops '
+            f'<span class="verdict {verdict}">{"✓" if t.correct else "✗"}</span> · {t.hops_used} of {t.max_hops} {t.step}s '
             f'({escape(t.stop_reason)})</div>\n'
             f'<table class="attention"><tr><th>id</th><th>sentence</th><th>gold</th>{head}</tr>\n' + "\n".join(rows)
             + f'</table>\n<div class="hops">had it stopped after: {hop_answers}</div>\n</section>')

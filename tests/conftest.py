@@ -24,7 +24,8 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
 
     root = tmp_path_factory.mktemp("inspect_run")
     generator.write_dataset(root / "data", 16, train=200, test=60, seed=0)
-    cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "16", "model.masking": "hard", "train.epochs": 4, "train.eval_every": 2,
-                             "train.linear_start_epochs": 0, "train.threads": 1})
+    cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "16", "model.masking": "hard",
+                             "train.epochs": 4, "train.eval_every": 2, "train.linear_start_epochs": 0,
+                             "train.threads": 1})
     train(cfg, root / "run", progress=False)
     return {"data": root / "data", "checkpoint": root / "run" / "model.pt"}

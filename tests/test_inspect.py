@@ -6,6 +6,7 @@ own Result and the data, not the answers.
 import csv
 import io
 import json
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -83,7 +84,7 @@ def test_text_table(capsys, inspect_run):
     assert f"hops used: {table['hops_used']} of {table['max_hops']} (stopped: {table['stop_reason']})" in out
     code, colored, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
                            "--index", 2, "--color", "always")
-    assert "\033[1;32m[" in colored
+    assert len(re.findall(r"\033\[1;32m *\[\d\.\d\d\]\033\[0m", colored)) == table["hops_used"]
 
 
 def test_markdown_table(capsys, inspect_run):
@@ -248,3 +249,19 @@ def test_every_flag_has_help():
     for name in ("inspect", "report", "ask"):
         for action in subparsers.choices[name]._actions:
             assert action.help, f"{name} {action.option_strings} has no help"
+
+
+def test_transformer_reader_columns_are_layers(capsys, inspect_run, tmp_path):
+    from memnet import config
+    from memnet.train import train
+
+    cfg = config.load(None, {"data.dir": str(inspect_run["data"]), "data.task": "16", "model.type": "transformer",
+                             "train.epochs": 1, "train.eval_every": 1, "train.linear_start_epochs": 0, "train.threads": 1})
+    train(cfg, tmp_path / "tx", progress=False)
+    capsys.readouterr()  # the trainer's log lines
+    run_ = {"checkpoint": tmp_path / "tx" / "model.pt", "data": inspect_run["data"]}
+    table = inspect_json(capsys, run_, "--index", 0)
+    assert table["step"] == "layer" and len(table["attention"]) == table["hops_used"] == cfg.model.layers
+    assert all(sum(layer) == pytest.approx(1.0, abs=1e-4) for layer in table["attention"])
+    code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
+    assert code == 0 and out.splitlines()[1].split()[3:] == ["layer", "1", "layer", "2"]
