@@ -68,7 +68,7 @@ class TrainConfig:
     joint_dim: int = 50
     joint_epochs: int = 60
     joint_lr_decay_every: int = 15
-    threads: int = 2
+    threads: int = 1  # torch threads; steps are many small operations, where more threads only wait
     device: str = "cpu"
 
 

@@ -68,161 +68,164 @@ class MemN2N(nn.Module):
         assert cfg.tying in ("adjacent", "layerwise"), f"model.tying: expected adjacent or layerwise, found {cfg.tying!r}"
         assert cfg.masking in ("off", "hard", "soft"), f"model.masking: expected off, hard or soft, found {cfg.masking!r}"
         assert len(answer_words) == n_answers
-        self.cfg, self.seeds, self.vocab_size, self.memory_size = cfg, seeds, vocab_size, memory_size
+        self.cfg, self.seeds, self.memory_size = cfg, seeds, memory_size
         self.attention_supervision = attention_supervision
         self.linear = False  # linear start: the trainer removes the attention softmax for the first epochs
-        d, K = cfg.dim, cfg.hops
-        n_tables = K + 1 if cfg.tying == "adjacent" else 4  # adjacent: B=A^1, C^k=A^{k+1}, W^T=C^K; layerwise: B, A, C, W
-        rows = vocab_size + (memory_size if cfg.temporal else 0)  # words, then time words T(0..memory_size-1)
-        self.emb = nn.Parameter(torch.randn(seeds, rows, n_tables, d) * cfg.init_std)  # (S, V+T, tables, d)
+        S, d, K = seeds, cfg.dim, cfg.hops
+        # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
+        self.n_tables = K + 1 if cfg.tying == "adjacent" else 4
+        self.emb = nn.Parameter(torch.empty(S, vocab_size, self.n_tables * d))  # (S, V, tables*d) word rows
+        if cfg.temporal:
+            self.temporal = nn.Parameter(torch.empty(S, memory_size, self.n_tables * d))  # (S, T, tables*d) T(i)
         if cfg.tying == "layerwise":
-            self.H = nn.Parameter(torch.randn(seeds, d, d) * cfg.init_std)  # (S, d, d)
+            self.H = nn.Parameter(torch.empty(S, d, d))  # (S, d, d)
         if cfg.stopping:
-            self.halt_w = nn.Parameter(torch.randn(seeds, d) * cfg.init_std)  # (S, d)
-            self.halt_b = nn.Parameter(torch.zeros(seeds))  # (S,)
+            self.halt_w = nn.Parameter(torch.empty(S, d))  # (S, d)
+            self.halt_b = nn.Parameter(torch.empty(S))  # (S,)
         if cfg.masking == "soft":
-            self.log_penalty = nn.Parameter(torch.zeros(seeds))  # (S,) penalty e^x on visited memories' scores
-        answer_bag = torch.zeros(n_answers, rows)  # (A, V+T)
+            self.log_penalty = nn.Parameter(torch.empty(S))  # (S,) visited memories' scores drop by e^x
+        answer_bag = torch.zeros(n_answers, vocab_size)  # (A, V) the words of each answer class
         for a, words in enumerate(answer_words):
             for w in words:
                 answer_bag[a, w] += 1.0
         self.register_buffer("answer_bag", answer_bag, persistent=False)
-        self.register_buffer("e", torch.arange(1, d + 1) / d, persistent=False)  # (d,) e_k = k/d
+        e = torch.arange(1, d + 1) / d  # (d,) e_k = k/d
+        pe = torch.stack([torch.ones(d), e]) if cfg.encoding == "pe" else torch.ones(1, d)  # (C, d)
+        self.register_buffer("pe", pe.repeat(1, self.n_tables), persistent=False)  # (C, tables*d)
+        self.reset_parameters([torch.Generator().manual_seed(s) for s in range(S)])
 
     def reset_parameters(self, generators: list[torch.Generator]) -> None:
         """Draw every seed's parameters from its own generator: seed s trains as if alone."""
         with torch.no_grad():
             for name, p in self.named_parameters():
                 for s, g in enumerate(generators):
-                    if name in ("halt_b", "log_penalty"):
+                    if name == "halt_b":  # start by taking every hop: halting must be learnt
+                        p[s].fill_(-2.0)
+                    elif name == "log_penalty":
                         p[s].zero_()
                     else:
                         p[s].copy_(torch.randn(p.shape[1:], generator=g) * self.cfg.init_std)
 
     def _table(self, k: int, role: str) -> int:
-        """Index of the table hop k (0-based) uses for role A or C; B and W are ('query', 'answer')."""
+        """Which table hop k (0-based) reads as A or C."""
         if self.cfg.tying == "adjacent":
-            return {"A": k, "C": k + 1, "query": 0, "answer": self.cfg.hops}[role]
-        return {"query": 0, "A": 1, "C": 2, "answer": 3}[role]
+            return k if role == "A" else k + 1
+        return 1 if role == "A" else 2
 
-    def _bags(self, words: Tensor, time: Tensor | None) -> Tensor:
-        """Weighted bags of words (..., J) -> (..., channels, V+T): channel 0 holds a_j (and the
-        time word with weight 1), channel 1 holds c_j; bag of words has channel 0 only."""
+    def _bags(self, words: Tensor) -> Tensor:
+        """Weighted bags of words (..., J) -> (..., C, V): channel 0 holds a_j = 1 - j/J, channel 1
+        c_j = 2j/J - 1 (bag of words: channel 0 only, weight 1). No gradient flows through it."""
         real = words != 0  # (..., J)
-        length = real.sum(-1, keepdim=True).clamp(min=1)  # (..., 1) J of each sentence
-        j = torch.arange(1, words.shape[-1] + 1, device=words.device)  # (J,)
+        r = torch.arange(1, words.shape[-1] + 1, device=words.device) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
         if self.cfg.encoding == "pe":
-            weights = torch.stack([1 - j / length, 2 * j / length - 1], dim=-2)  # (..., 2, J) a_j, c_j
+            base = torch.tensor([[1.0], [-1.0]], device=words.device)  # (2, 1)
+            slope = torch.tensor([[-1.0], [2.0]], device=words.device)  # (2, 1)
+            weights = (base + slope * r[..., None, :]) * real[..., None, :]  # (..., 2, J) a_j, c_j; padding weighs 0
         else:
-            weights = torch.ones(*words.shape[:-1], 1, words.shape[-1], device=words.device)  # (..., 1, J)
-        weights = weights * real[..., None, :]  # padding words weigh nothing
-        bag = torch.zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], device=words.device)
-        bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights)  # (..., C, V+T)
-        if time is not None:
-            index = (self.vocab_size + time.clamp(max=self.memory_size - 1))[..., None]  # (..., 1)
-            bag[..., 0, :].scatter_(-1, index, 1.0)
-        return bag
-
-    def _embed(self, bag: Tensor, tables: Tensor) -> Tensor:
-        """Bags (s, N, C, V+T) times tables (S, V+T, n, d) -> embeddings (S, N, n, d)."""
-        s, n, c, v = bag.shape
-        out = torch.matmul(bag.reshape(s, n * c, v), tables.reshape(tables.shape[0], v, -1))  # (S, N*C, n*d)
-        out = out.view(-1, n, c, tables.shape[2], tables.shape[3])  # (S, N, C, n, d)
-        if c == 1:
-            return out[:, :, 0]
-        return out[:, :, 0] + self.e * out[:, :, 1]  # l_kj = a_j + e_k c_j
+            weights = real[..., None, :].float()  # (..., 1, J)
+        bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=torch.float)
+        return bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights)  # (..., C, V)
 
     def forward(self, batch: Batch) -> Result:
         plain = batch.story.dim() == 3
-        if plain:  # one batch for every seed
-            batch = batch.index(None)  # (1, B, ...)
-        cfg, K = self.cfg, self.cfg.hops
-        S = self.seeds
-        _, B, M, J = batch.story.shape
+        if plain:  # the same questions for every seed
+            batch = batch.index(None)  # fields (1, B, ...)
+        cfg, S, K, d = self.cfg, self.seeds, self.cfg.hops, self.cfg.dim
+        s, B, M, J = batch.story.shape
+        L = max(J, batch.query.shape[-1])
 
-        story_bag = self._bags(batch.story, batch.time if cfg.temporal else None)  # (s, B, M, C, V+T)
-        memory = self._embed(story_bag.flatten(1, 2), self.emb)  # (S, B*M, tables, d)
-        memory = memory.view(S, B, M, *memory.shape[2:])  # (S, B, M, tables, d)
-        query_bag = self._bags(batch.query, None)  # (s, B, C, V+T)
-        u = self._embed(query_bag, self.emb[:, :, self._table(0, "query"), None])[:, :, 0]  # (S, B, d) u^1
-        W = torch.matmul(self.answer_bag, self.emb[:, :, self._table(0, "answer")])  # (S, A, d)
+        # every sentence and the question (as slot M) through one matrix product with all tables
+        words = torch.cat([F.pad(batch.story, (0, L - J)), F.pad(batch.query, (0, L - batch.query.shape[-1]))[:, :, None]], 2)  # (s, B, M+1, L)
+        bag = self._bags(words)  # (s, B, M+1, C, V)
+        x = torch.matmul(bag.view(s, -1, bag.shape[-1]), self.emb)  # (S, B*(M+1)*C, tables*d)
+        x = (x.view(S, B, M + 1, -1, x.shape[-1]) * self.pe).sum(3)  # (S, B, M+1, tables*d) l_kj = a_j + e_k c_j
+        memory, question = x.split([M, 1], dim=2)  # (S, B, M, tables*d), (S, B, 1, tables*d)
+        if cfg.temporal:
+            time = batch.time.clamp(max=self.memory_size - 1).expand(S, B, M).reshape(S, B * M, 1)  # (S, B*M, 1)
+            memory = memory + self.temporal.gather(1, time.expand(-1, -1, x.shape[-1])).view(S, B, M, -1)  # + T(i)
+        tables = memory.reshape(S, B, M, self.n_tables, d).unbind(3)  # n_tables x (S, B, M, d)
+        u = question.reshape(S, B, self.n_tables, d)[:, :, 0]  # (S, B, d) u^1 = B q
+        W = torch.matmul(self.answer_bag, self.emb.view(S, -1, self.n_tables, d)[:, :, -1])  # (S, A, d) W = rows of C^K
 
-        real = torch.arange(M, device=u.device) < batch.length[..., None]  # (s, B, M)
-        visited = torch.zeros(S, B, M, dtype=torch.bool, device=u.device)  # memories chosen by earlier hops
-        attention, scores_k, allowed_k, states = [], [], [], []
+        real = torch.arange(M, device=x.device) < batch.length[..., None]  # (s, B, M)
+        allowed = real.expand(S, B, M)  # (S, B, M) memories hop k may attend to
+        visited = torch.zeros(S, B, M, dtype=torch.bool, device=x.device)  # chosen by earlier hops
+        attention, scores, allowed_k, states = [], [], [], []
         for k in range(K):
-            m = memory[:, :, :, self._table(k, "A")]  # (S, B, M, d) m_i
-            c = memory[:, :, :, self._table(k, "C")]  # (S, B, M, d) c_i
-            score = torch.matmul(m, u[..., None])[..., 0]  # (S, B, M) u^k · m_i
-            allowed = real & ~visited if cfg.masking == "hard" else real.expand(S, B, M)  # (S, B, M)
-            if cfg.masking == "soft":
+            m, c = tables[self._table(k, "A")], tables[self._table(k, "C")]  # (S, B, M, d) m_i, c_i
+            score = (m * u[:, :, None]).sum(-1)  # (S, B, M) u^k · m_i
+            if cfg.masking == "hard":
+                allowed = real & ~visited
+            elif cfg.masking == "soft":
                 score = score - self.log_penalty.exp()[:, None, None] * visited
             score = score.masked_fill(~allowed, -1e30)  # exp() of it is exactly 0
             p = (score if self.linear else score.softmax(-1)) * allowed  # (S, B, M) p_i
-            o = torch.matmul(p[..., None, :], c)[..., 0, :]  # (S, B, d) o = Σ p_i c_i
+            o = (p[..., None] * c).sum(2)  # (S, B, d) o = Σ_i p_i c_i
             u = (torch.matmul(self.H[:, None], u[..., None])[..., 0] if cfg.tying == "layerwise" else u) + o  # u^{k+1}
             if cfg.masking != "off":
                 visited = visited.scatter(-1, p.argmax(-1, keepdim=True), True) & real
             attention.append(p)
-            scores_k.append(score)
+            scores.append(score)
             allowed_k.append(allowed)
             states.append(u)
         attention = torch.stack(attention, 2)  # (S, B, K, M)
-        states = torch.stack(states, 2)  # (S, B, K, d) u^2..u^{K+1}
-        hop_logits = torch.matmul(states, W.transpose(1, 2)[:, None])  # (S, B, K, A) â_k
+        states = torch.stack(states, 2)  # (S, B, K, d) u^2 .. u^{K+1}
+        hop_logits = torch.matmul(states.view(S, B * K, d), W.transpose(1, 2)).view(S, B, K, -1)  # (S, B, K, A) â_k
 
+        arange_k = torch.arange(K, device=x.device)  # (K,)
         if cfg.stopping:
-            h_raw = torch.sigmoid(torch.matmul(states, self.halt_w[:, None, :, None])[..., 0] + self.halt_b[:, None, None])  # (S, B, K)
-            h = torch.cat([h_raw[..., :-1], torch.ones_like(h_raw[..., -1:])], -1)  # (S, B, K) h_K = 1
-            go_on = torch.cumprod(torch.cat([torch.ones_like(h[..., :1]), 1 - h[..., :-1]], -1), -1)  # Π_{j<k}(1-h_j)
+            h_raw = torch.sigmoid(torch.matmul(states, self.halt_w[:, None, :, None])[..., 0] + self.halt_b[:, None, None])  # (S, B, K) h_k
+            h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (S, B, K) h_K = 1
+            go_on = torch.cumprod(torch.cat([torch.ones_like(h[..., :1]), 1 - h[..., :-1]], -1), -1)  # (S, B, K) Π_{j<k}(1-h_j)
             halt_probs = h * go_on  # (S, B, K) π_k
-            stop = (h_raw > cfg.halt_threshold) | (torch.arange(K, device=u.device) == K - 1)  # (S, B, K)
-            hops_used = stop.float().argmax(-1) + 1  # (S, B) first hop that says stop
+            stop = (h_raw > cfg.halt_threshold) | (arange_k == K - 1)  # (S, B, K)
+            hops_used = stop.float().argmax(-1) + 1  # (S, B) the first hop that says stop
             halted = h_raw.gather(-1, (hops_used - 1)[..., None])[..., 0] > cfg.halt_threshold  # (S, B)
-            attention = attention * (torch.arange(K, device=u.device) < hops_used[..., None])[..., None]
+            attention = attention * (arange_k < hops_used[..., None])[..., None]  # hops not taken: zeros
+            logits = hop_logits.gather(2, (hops_used - 1)[..., None, None].expand(S, B, 1, hop_logits.shape[-1]))[:, :, 0]  # (S, B, A)
         else:
-            halt_probs = F.one_hot(torch.full((S, B), K - 1, device=u.device), K).float()  # (S, B, K)
-            hops_used = torch.full((S, B), K, device=u.device)  # (S, B)
-            halted = torch.zeros(S, B, dtype=torch.bool, device=u.device)
-        logits = hop_logits.gather(2, (hops_used - 1)[..., None, None].expand(S, B, 1, hop_logits.shape[-1]))[:, :, 0]  # (S, B, A)
+            halt_probs = (arange_k == K - 1).float().expand(S, B, K)  # (S, B, K)
+            hops_used = torch.full((S, B), K, device=x.device)  # (S, B)
+            halted = torch.zeros(S, B, dtype=torch.bool, device=x.device)  # (S, B)
+            logits = hop_logits[:, :, -1]  # (S, B, A)
 
         loss = None
         if bool((batch.answer >= 0).any()):
-            loss = self._loss(batch, hop_logits, halt_probs, torch.stack(scores_k, 2), torch.stack(allowed_k, 2))
+            loss = self._loss(batch, logits, hop_logits, halt_probs, torch.stack(scores, 2), torch.stack(allowed_k, 2))
         result = Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
         if plain and S == 1:
-            result = Result(*(t[0] if t is not None and t.dim() > 0 else t for t in result))
+            result = Result(*(t if t is None or t.dim() == 0 else t[0] for t in result))
         return result
 
-    def _loss(self, batch: Batch, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
+    def _loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor,
+              allowed: Tensor) -> Tensor:
         S, B, K, A = hop_logits.shape
         answer = batch.answer.expand(S, B)  # (S, B)
-        known = (answer >= 0).float()  # (S, B) questions whose answer is a known class
-        ce = F.cross_entropy(hop_logits.reshape(-1, A), answer[..., None].expand(S, B, K).reshape(-1),
-                             ignore_index=-1, reduction="none").view(S, B, K)  # (S, B, K) CE(â_k)
         if self.cfg.stopping:  # expected loss over the halting distribution, and a cost per extra hop
-            extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) k - 1
-            per_question = (halt_probs * (ce + self.cfg.halt_cost * extra)).sum(-1)  # (S, B)
+            ce = F.cross_entropy(hop_logits.reshape(-1, A), answer[..., None].expand(S, B, K).reshape(-1),
+                                 ignore_index=-1, reduction="none").view(S, B, K)  # (S, B, K) CE(â_k)
+            extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
+            loss = (halt_probs * (ce + self.cfg.halt_cost * extra)).sum()
         else:
-            per_question = ce[..., -1]  # (S, B)
-        loss = (per_question * known).sum(-1)  # (S,) summed over the batch, as the paper's recipe (lr 0.01) expects
+            # summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects
+            loss = F.cross_entropy(logits.reshape(-1, A), answer.reshape(-1), ignore_index=-1, reduction="sum")
         if self.attention_supervision > 0:
             loss = loss + self.attention_supervision * self._supervision(batch, halt_probs, scores, allowed)
-        return loss.sum()
+        return loss
 
     def _supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
         """Pull hop k's attention toward the k-th supporting fact, and the halting toward the
-        number of supporting facts; (S,) per seed."""
+        number of supporting facts (summed over questions and seeds)."""
         S, B, K, M = scores.shape
         n = min(K, batch.support.shape[-1])
         target = batch.support[..., :n].expand(S, B, n)  # (S, B, n) memory slot of fact k
         ok = (target >= 0) & allowed[:, :, :n].gather(-1, target.clamp(min=0)[..., None])[..., 0]  # (S, B, n)
         ce = F.cross_entropy(scores[:, :, :n].reshape(-1, M), target.clamp(min=0).reshape(-1),
                              reduction="none").view(S, B, n)  # (S, B, n)
-        loss = (ce * ok).sum((1, 2))  # (S,)
+        loss = (ce * ok).sum()
         if self.cfg.stopping:
             want = (batch.n_support.expand(S, B).clamp(1, K) - 1)[..., None]  # (S, B, 1) hops the facts need
-            loss = loss - halt_probs.gather(-1, want)[..., 0].clamp(min=1e-8).log().sum(-1)
+            loss = loss - halt_probs.gather(-1, want).clamp(min=1e-8).log().sum()
         return loss
 
 

@@ -161,10 +161,9 @@ def _random_noise_time(n: int, m: int, share: float, generator: torch.Generator)
 
 def _clip_per_seed(params: list[torch.nn.Parameter], max_norm: float) -> None:
     """Clip each seed's gradient norm on its own: seeds must not share a clipping factor."""
-    norm = torch.stack([p.grad.pow(2).flatten(1).sum(1) for p in params]).sum(0).sqrt()  # (S,)
+    norm = torch.stack([p.grad.flatten(1).norm(dim=1) for p in params]).norm(dim=0)  # (S,)
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)  # (S,)
-    for p in params:
-        p.grad.mul_(scale.view(-1, *[1] * (p.dim() - 1)))
+    torch._foreach_mul_([p.grad for p in params], [scale.view(-1, *[1] * (p.dim() - 1)) for p in params])
 
 
 def seed_state(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
@@ -174,8 +173,9 @@ def seed_state(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
 
 def _log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, valid_acc: float,
               best: float, best_seed: int, seconds: float) -> str:
+    best_text = f"{100 * best:5.1f}%" if best >= 0 else "    -"  # none yet during linear start
     return (f"epoch {epoch:4d}/{epochs} | lr {lr:.5f} | loss {loss:7.4f} | train {100 * train_acc:5.1f}% | "
-            f"valid {100 * valid_acc:5.1f}% | best {100 * best:5.1f}% (seed {best_seed}) | {seconds:6.1f}s")
+            f"valid {100 * valid_acc:5.1f}% | best {best_text} (seed {best_seed}) | {seconds:6.1f}s")
 
 
 def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = False, progress: bool = True) -> dict[str, Any]:
@@ -244,6 +244,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
         valid_acc = _seed_accuracy(model, valid_data)  # (S,)
         train_acc = _seed_accuracy(model, train_data)  # (S,)
         improved = valid_acc > best
+        if model.linear:  # weights trained without the softmax are not the model the checkpoint holds
+            improved[:] = False
         if improved.any():
             now = model.state_dict()
             for k in best_params:
@@ -266,6 +268,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 f.write(json.dumps(record) + "\n")
 
     N, M = len(train_data), train_data.story.shape[1]
+    # linear start must end before the last evaluation, or no softmax model would be chosen
+    linear_epochs = tc.linear_start_epochs if tc.epochs > tc.linear_start_epochs else 0
     batch_size = tc.batch_size
     started = time.perf_counter()
     interrupted = False
@@ -275,7 +279,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
         for epoch in bar:
             for group in optimizer.param_groups:
                 group["lr"] = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
-            model.linear = epoch < tc.linear_start_epochs
+            model.linear = epoch < linear_epochs
             order = torch.stack([torch.randperm(N, generator=g) for g in generators])  # (S, N) each seed's data order
             times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators])  # (S, N, M)
             seeds = torch.arange(S)[:, None]  # (S, 1)
@@ -285,7 +289,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 batch = train_data.index(index)  # fields (S, B, ...)
                 batch.time = times[seeds, index]  # (S, B, M)
                 loss = model(batch).loss
-                optimizer.zero_grad(set_to_none=False)
+                optimizer.zero_grad()
                 loss.backward()
                 _clip_per_seed(params, tc.max_grad_norm)
                 optimizer.step()
