@@ -130,24 +130,22 @@ def encode_samples(samples: Sequence[Sample], vocab: Vocab, memory_size: int, ta
     q = max([len(w) for w in queries] + [1])
     s_max = max([len(s.question.support) for s in samples] + [1])
 
-    story = torch.zeros(n, m, j, dtype=torch.long)
-    query = torch.zeros(n, q, dtype=torch.long)
-    support = torch.full((n, s_max), -1, dtype=torch.long)
-    for r, sample in enumerate(samples):
-        for slot, words in enumerate(sentences[r]):
-            story[r, slot, : len(words)] = torch.tensor(words)
-        query[r, : len(queries[r])] = torch.tensor(queries[r])
+    # padded Python lists, then one tensor each: a per-row torch call would dominate loading
+    story = [[w + [0] * (j - len(w)) for w in sent] + [[0] * j] * (m - len(sent)) for sent in sentences]
+    query = [w + [0] * (q - len(w)) for w in queries]
+    support = []
+    for sample in samples:
         n_facts = len(sample.facts)
-        slots = [n_facts - 1 - p for p in sample.support_positions]
-        for k, slot in enumerate(slots):
-            support[r, k] = slot if slot < memory_size else -1
+        slots = [n_facts - 1 - p for p in sample.support_positions]  # fact position -> memory slot
+        slots = [slot if slot < memory_size else -1 for slot in slots]  # fell out of memory
+        support.append(slots + [-1] * (s_max - len(slots)))
     return Batch(
-        story=story,
-        query=query,
+        story=torch.tensor(story, dtype=torch.long).view(n, m, j),
+        query=torch.tensor(query, dtype=torch.long).view(n, q),
         length=torch.tensor([len(mem) for mem in memories], dtype=torch.long),
         answer=torch.tensor([vocab.answer_index.get(normalize_answer(s.question.answer), -1) for s in samples],
                             dtype=torch.long),
-        support=support,
+        support=torch.tensor(support, dtype=torch.long).view(n, s_max),
         n_support=torch.tensor([len(s.question.support) for s in samples], dtype=torch.long),
         task=torch.full((n,), task_number(task), dtype=torch.long),
         time=torch.arange(m).expand(n, m).clone(),

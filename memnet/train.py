@@ -302,9 +302,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 save_last(epoch + 1)
     except KeyboardInterrupt:
         interrupted = True
-        tqdm.write("interrupted: saving and evaluating")
+        tqdm.write("interrupted: saving and evaluating (--resume continues from the last evaluation)")
         evaluation(epoch, float("nan"), started)
-        save_last(epoch)
     finally:
         bar.close()
 

@@ -1,0 +1,181 @@
+"""Model contracts: encoding, shapes, attention, masking, stopping, seeds, checkpoints."""
+import pytest
+import torch
+
+from memnet import babi, checkpoint
+from memnet.config import ConfigError, ModelConfig, load
+from memnet.data import Vocab, encode_samples
+from memnet.errors import MemnetError
+from memnet.model import build_model
+
+STORY = """\
+1 Lily is a frog.
+2 Bernhard is a frog.
+3 Bernhard is green.
+4 What color is Lily?\tgreen\t1 2 3
+5 Greg is a swan.
+6 Greg is white.
+7 What color is Greg?\twhite\t6
+8 Brian is a swan.
+9 What color is Brian?\twhite\t8 5 6
+"""
+
+VARIANTS = [
+    {},
+    {"encoding": "bow", "temporal": False},
+    {"tying": "layerwise"},
+    {"masking": "hard"},
+    {"masking": "soft"},
+    {"stopping": True},
+    {"stopping": True, "masking": "hard", "hops": 4},
+]
+
+
+@pytest.fixture(scope="module")
+def data():
+    samples = list(babi.samples(babi.parse_lines(STORY.splitlines())))
+    vocab = Vocab.build(samples)
+    return samples, vocab, encode_samples(samples, vocab, memory_size=50)
+
+
+def make(vocab, seeds=1, **kw):
+    return build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(), seeds=seeds)
+
+
+def test_encoding_puts_the_most_recent_fact_in_slot_zero(data):
+    samples, vocab, batch = data
+    assert batch.story.shape == (3, 6, 4)  # 3 questions, 6 facts at most, 4 words at most
+    assert batch.length.tolist() == [3, 5, 6]
+    assert vocab.decode(batch.story[2, 0].tolist()) == "brian is a swan"
+    assert batch.support.tolist() == [[2, 1, 0], [0, -1, -1], [0, 2, 1]]
+    assert vocab.decode(batch.story[2, 2].tolist()) == "greg is a swan"
+    assert vocab.answers[batch.answer[1]] == "white"
+
+
+def test_truncated_memory_drops_old_supporting_facts(data):
+    samples, vocab, _ = data
+    batch = encode_samples(samples, vocab, memory_size=2)
+    assert batch.story.shape[1] == 2
+    assert batch.support[0].tolist() == [-1, 1, 0]  # fact 1 is 3 sentences old: out of memory
+    assert batch.n_support[0] == 3
+
+
+def test_unknown_words_are_reported_and_read_as_unk(data):
+    _, vocab, _ = data
+    story = babi.parse_lines(["1 Zorro is a frog.", "2 What color is Zorro?\tpurple\t1"])
+    samples = list(babi.samples(story))
+    assert vocab.unknown(samples) == ["zorro"]
+    batch = encode_samples(samples, vocab, 50)
+    assert batch.story[0, 0, 0] == 1 and batch.answer[0] == -1
+
+
+@pytest.mark.parametrize("kw", VARIANTS)
+def test_shapes_and_attention(data, kw):
+    _, vocab, batch = data
+    model = make(vocab, **kw)
+    K, M = model.cfg.hops, batch.story.shape[1]
+    r = model(batch)
+    assert r.logits.shape == (3, len(vocab.answers))
+    assert r.attention.shape == (3, K, M)
+    assert r.hop_logits.shape == (3, K, len(vocab.answers))
+    assert r.halt_probs.shape == (3, K) and r.hops_used.shape == (3,) and r.halted.shape == (3,)
+    assert r.loss.dim() == 0 and torch.isfinite(r.loss)
+    taken = torch.arange(K) < r.hops_used[:, None]  # (3, K)
+    padding = torch.arange(M) >= batch.length[:, None]  # (3, M)
+    assert (r.attention.masked_select(padding[:, None, :]) == 0).all()  # padding: exactly zero
+    sums = r.attention.sum(-1)  # (3, K)
+    if kw.get("masking") != "hard":
+        assert torch.allclose(sums[taken], torch.ones(()))
+    assert (sums[~taken] == 0).all()
+    assert torch.allclose(r.halt_probs.sum(-1), torch.ones(()))
+    r.loss.backward()
+
+
+def test_hard_masking_never_reattends_a_chosen_memory(data):
+    _, vocab, batch = data
+    torch.manual_seed(0)
+    model = make(vocab, masking="hard", hops=5)
+    r = model(batch)
+    chosen = r.attention.argmax(-1)  # (3, 5)
+    for k in range(1, 5):
+        earlier = chosen[:, :k]  # (3, k)
+        assert (r.attention[:, k].gather(-1, earlier) == 0).all()
+    # question 0 has 3 memories: hops 4 and 5 find nothing left and attend nowhere
+    assert r.attention[0, 3:].sum() == 0 and torch.allclose(r.attention[0, :3].sum(-1), torch.ones(3))
+
+
+def test_stopping_reports_hops_and_reasons(data):
+    _, vocab, batch = data
+    model = make(vocab, stopping=True, hops=3)
+    with torch.no_grad():
+        model.halt_w.zero_()
+        model.halt_b.fill_(5.0)  # always says stop
+    r = model(batch)
+    assert r.hops_used.tolist() == [1, 1, 1] and r.halted.all()
+    assert torch.equal(r.logits, r.hop_logits[:, 0])
+    assert (r.attention[:, 1:] == 0).all()
+    with torch.no_grad():
+        model.halt_b.fill_(-5.0)  # never says stop
+    r = model(batch)
+    assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
+
+
+def test_seeds_are_independent_models(data):
+    _, vocab, batch = data
+    many = make(vocab, seeds=3, stopping=True, masking="soft")
+    one = make(vocab, seeds=1, stopping=True, masking="soft")
+    one.load_state_dict({k: v[1:2] for k, v in many.state_dict().items()})
+    r_many, r_one = many(batch), one(batch)
+    assert r_many.logits.shape == (3, 3, len(vocab.answers))
+    assert torch.allclose(r_many.logits[1], r_one.logits, atol=1e-5)
+    r_many.hop_logits[0].sum().backward()  # seed 0's output depends on seed 0's parameters only
+    assert many.emb.grad[1:].abs().sum() == 0 and many.emb.grad[0].abs().sum() > 0
+
+
+def test_linear_start_removes_the_softmax(data):
+    _, vocab, batch = data
+    model = make(vocab)
+    model.linear = True
+    r = model(batch)
+    padding = torch.arange(batch.story.shape[1]) >= batch.length[:, None]
+    assert (r.attention.masked_select(padding[:, None, :]) == 0).all()
+    assert not torch.allclose(r.attention.sum(-1), torch.ones(()))
+
+
+def test_attention_supervision_adds_a_loss(data):
+    _, vocab, batch = data
+    plain = make(vocab, stopping=True)
+    supervised = build_model(ModelConfig(stopping=True), len(vocab), len(vocab.answers),
+                             answer_words=vocab.answer_words(), attention_supervision=1.0)
+    supervised.load_state_dict(plain.state_dict())
+    assert supervised(batch).loss > plain(batch).loss
+
+
+def test_checkpoint_round_trip(data, tmp_path):
+    _, vocab, batch = data
+    cfg = load(None, {"model.masking": "hard"})
+    model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+    checkpoint.save(tmp_path / "model.pt", model, cfg, vocab, step=7, best_metric=0.5)
+    loaded, cfg2, vocab2, payload = checkpoint.load(tmp_path / "model.pt")
+    assert cfg2 == cfg and vocab2.itos == vocab.itos and payload["step"] == 7
+    assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
+
+
+def test_corrupt_and_foreign_checkpoints_fail_clearly(tmp_path):
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"not a checkpoint at all")
+    with pytest.raises(MemnetError, match="bad.pt"):
+        checkpoint.load(bad)
+    foreign = tmp_path / "foreign.pt"
+    torch.save({"weights": torch.zeros(2)}, foreign)
+    with pytest.raises(MemnetError, match="foreign.pt: not a memnet checkpoint"):
+        checkpoint.load(foreign)
+    with pytest.raises(MemnetError, match="missing.pt"):
+        checkpoint.load(tmp_path / "missing.pt")
+
+
+def test_config_override_errors():
+    with pytest.raises(ConfigError, match="model.hopz"):
+        load(None, ["model.hopz=3"])
+    with pytest.raises(ConfigError, match="model.hops: expected int"):
+        load(None, ["model.hops=three"])
