@@ -92,6 +92,9 @@ class MemN2N(nn.Module):
         e = torch.arange(1, d + 1) / d  # (d,) e_k = k/d
         pe = torch.stack([torch.ones(d), e]) if cfg.encoding == "pe" else torch.ones(1, d)  # (C, d)
         self.register_buffer("pe", pe.repeat(1, self.n_tables), persistent=False)  # (C, tables*d)
+        # a_j = 1 - j/J and c_j = 2j/J - 1 as base + slope * (j/J)
+        self.register_buffer("pe_base", torch.tensor([[1.0], [-1.0]]), persistent=False)  # (2, 1)
+        self.register_buffer("pe_slope", torch.tensor([[-1.0], [2.0]]), persistent=False)  # (2, 1)
         self.reset_parameters([torch.Generator().manual_seed(s) for s in range(S)])
 
     def reset_parameters(self, generators: list[torch.Generator]) -> None:
@@ -118,9 +121,7 @@ class MemN2N(nn.Module):
         real = words != 0  # (..., J)
         r = torch.arange(1, words.shape[-1] + 1, device=words.device) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
         if self.cfg.encoding == "pe":
-            base = torch.tensor([[1.0], [-1.0]], device=words.device)  # (2, 1)
-            slope = torch.tensor([[-1.0], [2.0]], device=words.device)  # (2, 1)
-            weights = (base + slope * r[..., None, :]) * real[..., None, :]  # (..., 2, J) a_j, c_j; padding weighs 0
+            weights = (self.pe_base + self.pe_slope * r[..., None, :]) * real[..., None, :]  # (..., 2, J) a_j, c_j; padding weighs 0
         else:
             weights = real[..., None, :].float()  # (..., 1, J)
         bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=torch.float)

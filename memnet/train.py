@@ -146,7 +146,8 @@ def metrics(result: Result, batch: Batch) -> dict[str, Any]:
 
 def evaluate(model: torch.nn.Module, batch: Batch) -> dict[str, Any]:
     """Metrics of a one-seed model on a batch (see `metrics`)."""
-    return metrics(predict(model, batch), batch)
+    result = predict(model, batch.to(next(model.parameters()).device))
+    return metrics(Result(*(t if t is None else t.cpu() for t in result)), batch.to("cpu"))
 
 
 # ---------------------------------------------------------------------------- training
@@ -178,13 +179,15 @@ def _log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float,
             f"valid {100 * valid_acc:5.1f}% | best {best_text} (seed {best_seed}) | {seconds:6.1f}s")
 
 
-def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = False, progress: bool = True) -> dict[str, Any]:
+def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = False, progress: bool = True,
+          log: bool = True) -> dict[str, Any]:
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...) and, under "model", the chosen one-seed model.
 
     With out_dir: writes config.yaml (resolved), metrics.jsonl (one line per evaluation),
     model.pt (best weights on validation) and last.pt (everything --resume needs).
-    Ctrl-C stops training, saves, and still evaluates.
+    Ctrl-C stops training, saves model.pt, and still evaluates. `progress` shows a bar, `log`
+    prints one line per evaluation.
     """
     out = Path(out_dir) if out_dir is not None else None
     state = None
@@ -205,13 +208,15 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     data = {name: encode_tasks(s, vocab, cfg.data.memory_size) for name, s in splits.items()}
     if data["train"] is None or data["valid"] is None:
         raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")
-    train_data, valid_data = data["train"].trim(), data["valid"]
+    device = torch.device(tc.device)
+    train_data, valid_data = data["train"].trim().to(device), data["valid"].to(device)
 
     S = tc.restarts
     model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
                         memory_size=cfg.data.memory_size, seeds=S, attention_supervision=tc.attention_supervision)
     generators = [torch.Generator().manual_seed(tc.seed + s) for s in range(S)]
     model.reset_parameters(generators)
+    model.to(device)
     params = [p for p in model.parameters()]
     optimizer = torch.optim.SGD(params, lr=tc.lr)
     best = torch.full((S,), -1.0)  # each seed's best validation accuracy
@@ -219,7 +224,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     start_epoch, step = 0, 0
     if state:
         model.load_state_dict(state["state_dict"])
-        best_params, best = state["best_state"], state["best"]
+        best_params, best = {k: v.to(device) for k, v in state["best_state"].items()}, state["best"]
         start_epoch, step = state["epoch"], state["step"]
         for g, s in zip(generators, state["generators"]):
             g.set_state(s)
@@ -249,7 +254,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
         if improved.any():
             now = model.state_dict()
             for k in best_params:
-                best_params[k][improved] = now[k].detach()[improved]
+                mask = improved.to(now[k].device)
+                best_params[k][mask] = now[k].detach()[mask]
             best = torch.where(improved, valid_acc, best)
         seed = int(best.argmax())
         if out is not None and improved[seed]:
@@ -259,7 +265,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
         lr = optimizer.param_groups[0]["lr"]
         line = _log_line(epoch, tc.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
                          float(best[seed]), seed, time.perf_counter() - started)
-        tqdm.write(line)
+        if log:
+            tqdm.write(line)
         if out is not None:
             record = {"epoch": epoch, "step": step, "lr": lr, "loss": loss, "train_accuracy": train_acc.tolist(),
                       "valid_accuracy": valid_acc.tolist(), "best_valid_accuracy": float(best[seed]), "best_seed": seed,
@@ -280,9 +287,9 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             for group in optimizer.param_groups:
                 group["lr"] = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
             model.linear = epoch < linear_epochs
-            order = torch.stack([torch.randperm(N, generator=g) for g in generators])  # (S, N) each seed's data order
-            times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators])  # (S, N, M)
-            seeds = torch.arange(S)[:, None]  # (S, 1)
+            order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
+            times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators]).to(device)  # (S, N, M)
+            seeds = torch.arange(S, device=device)[:, None]  # (S, 1)
             total = torch.zeros(())
             for i in range(0, N, batch_size):
                 index = order[:, i: i + batch_size]  # (S, B)
@@ -311,7 +318,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     final = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
                         memory_size=cfg.data.memory_size, seeds=1)
     final.load_state_dict({k: v[seed: seed + 1] for k, v in best_params.items()})
-    result: dict[str, Any] = {"best_seed": seed, "valid_accuracy_per_seed": best.tolist(), "steps": step,
+    final.to(device)
+    result: dict[str, Any] = {"best_seed": seed, "valid_accuracy_per_seed": best.tolist(), "steps": step, "train_questions": N,
                               "seconds": round(time.perf_counter() - started, 3), "interrupted": interrupted,
                               "valid": evaluate(final, valid_data)}
     if data["test"] is not None:
@@ -328,4 +336,4 @@ def _seed_accuracy(model: torch.nn.Module, batch: Batch) -> torch.Tensor:
     """(S,) answer accuracy of each seed of a (multi-seed) model."""
     result = predict(model, batch)
     logits = result.logits if result.logits.dim() == 3 else result.logits[None]  # (S, N, A)
-    return (logits.argmax(-1) == batch.answer).float().mean(-1)
+    return (logits.argmax(-1) == batch.answer).float().mean(-1).cpu()
