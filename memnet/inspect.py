@@ -95,7 +95,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
     memory_size = cfg.data.memory_size
     batch = encode_samples([c for c, _ in cleaned], vocab, memory_size)
     result = predict(model, batch)
-    masking = getattr(cfg.model, "masking", "off") if cfg.model.type == "memn2n" else "off"
+    masking = cfg.model.masking if cfg.model.type == "memn2n" else "off"  # a memory network's switch only
     probs = result.logits.softmax(-1)  # (N, A)
     hop_probs = result.hop_logits.softmax(-1)  # (N, K, A)
     tables = []
@@ -305,18 +305,17 @@ def heatmap(table: Table, path: str | os.PathLike) -> None:
     import matplotlib.pyplot as plt
     from matplotlib.patches import Rectangle
 
-    weights = torch.tensor(table.attention).T.numpy() if table.attention else None  # (memories, hops)
+    weights = torch.tensor(table.attention).T.numpy()  # (memories, hops)
     rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
-    height = 1.2 + 0.38 * len(rows)
-    fig, ax = plt.subplots(figsize=(2.2 + 0.25 * max(len(r) for r in rows) / 2.2 + 1.0 * table.hops_used, height))
+    label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick font size
+    fig, ax = plt.subplots(figsize=(1.5 + label_width + 1.1 * table.hops_used, 1.3 + 0.38 * len(rows)))
     ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for r in range(len(rows)):
         for k in range(table.hops_used):
             w = weights[r, k]
             masked = r in table.masked[k]
             ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
-                    color="white" if w > 0.6 else "black", fontweight="bold" if r == table.chosen[k] else "normal")
-        for k in range(table.hops_used):
+                    color="white" if w > 0.6 else "black")
             if table.chosen[k] == r:
                 ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
     ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)])
