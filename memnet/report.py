@@ -23,6 +23,8 @@ _CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
 h1 { font-size: 1.4em; margin-bottom: .2em; } h2 { font-size: 1.15em; margin-top: 1.4em; }
 .sub { color: #666; margin-top: 0; }
+.side { display: flex; gap: 3em; align-items: flex-start; }
+th { text-align: left; }
 table { border-collapse: collapse; margin: .4em 0; }
 td, th { border: 1px solid #ddd; padding: 2px 8px; }
 th { background: #f4f4f4; font-weight: 600; }
@@ -57,16 +59,16 @@ def _metrics_html(m: dict[str, Any], hops_used: Counter, max_hops: int) -> str:
     rows = [("questions", str(m["n"])), ("accuracy", _pct(m["accuracy"])), ("chain accuracy", _pct(m["chain_accuracy"])),
             ("support recall", _pct(m["support_recall"])), ("mean hops used", f"{m['mean_hops']:.2f}")]
     rows += [(f"hop {k + 1} accuracy", _pct(a)) for k, a in enumerate(m["hop_accuracy"])]
-    out = ['<table class="metrics" id="metrics">']
+    out = ['<div class="side"><div><h2>Metrics</h2><table class="metrics" id="metrics">']
     out += [f'<tr><th>{escape(name)}</th><td class="num">{value}</td></tr>' for name, value in rows]
-    out.append("</table>")
+    out.append("</table></div>")
     total = sum(hops_used.values()) or 1
-    out.append('<h2>Hops used</h2><table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>')
+    out.append('<div><h2>Hops used</h2><table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>')
     for k in range(1, max_hops + 1):
         n = hops_used.get(k, 0)
         out.append(f'<tr><td class="num">{k}</td><td class="num">{n}</td>'
                    f'<td><span class="bar" style="width:{200 * n / total:.0f}px"></span> {_pct(n / total)}</td></tr>')
-    out.append("</table>")
+    out.append("</table></div></div>")
     return "\n".join(out)
 
 
@@ -113,7 +115,6 @@ def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence
 <body>
 <h1>memnet report</h1>
 <p class="sub">{escape(title)}<br>{escape(setting)}</p>
-<h2>Metrics</h2>
 {_metrics_html(m, hops_used, mc.hops)}
 <h2>Attention, question by question</h2>
 <div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)})</label></div>
