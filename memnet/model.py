@@ -26,10 +26,10 @@ memnet's ideas, each a config switch:
 
 Speed shapes the code: a sentence embedding under position encoding is rank 2,
 Σ_j l_kj A x_j = (Σ_j a_j A x_j) + e_k (Σ_j c_j A x_j) with a_j = 1 - j/J, c_j = 2j/J - 1,
-e_k = k/d, so all memories of all hops come from ONE matrix product of weighted
-bag-of-words rows with the stacked tables [A^1, C^1 = A^2, ..., C^K]; a time word (rows
-after the vocabulary) carries T(i). Every parameter has a leading seed dimension S, so
-restarts train side by side as one model, each seed with its own initialisation.
+e_k = k/d, so all memories of all hops and the question come from ONE matrix product of
+weighted bag-of-words rows with the stacked tables [A^1, C^1 = A^2, ..., C^K]; T(i) is
+gathered from a table stacked the same way. Every parameter has a leading seed dimension S,
+so restarts train side by side as one model, each seed with its own initialisation.
 """
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ def _random_noise_time(n: int, m: int, share: float, generator: torch.Generator)
 
 def _clip_per_seed(params: list[torch.nn.Parameter], max_norm: float) -> None:
     """Clip each seed's gradient norm on its own: seeds must not share a clipping factor."""
-    norm = torch.stack([p.grad.flatten(1).norm(dim=1) for p in params]).norm(dim=0)  # (S,)
+    norm = torch.stack([p.grad.reshape(len(p), -1).norm(dim=1) for p in params]).norm(dim=0)  # (S,)
     scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)  # (S,)
     torch._foreach_mul_([p.grad for p in params], [scale.view(-1, *[1] * (p.dim() - 1)) for p in params])
 
