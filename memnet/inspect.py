@@ -208,7 +208,7 @@ def render_text(table: Table, color: bool = False) -> str:
     out += summary
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order")
-    return "\n".join(out) + "\n"
+    return "\n".join(line.rstrip() for line in out) + "\n"
 
 
 def _md_escape(text: str) -> str:

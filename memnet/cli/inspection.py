@@ -99,12 +99,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         if args.all:
             tables = inspect.inspect_samples(model, vocab, cfg, questions,
                                              [f"{args.split} #{i}" for i in range(len(questions))])
-            total = len(tables)
+            total, wrong = len(tables), sum(t.correct is False for t in tables)
             if args.wrong_only:
                 tables = [t for t in tables if t.correct is False]
-            wrong = sum(t.correct is False for t in tables)
             tables = tables[: args.limit] if args.limit is not None else tables
-            print(f"{len(tables)} question(s) shown of {total} ({wrong} wrong among those selected)", file=sys.stderr)
+            print(f"showing {len(tables)} of {total} {args.split} questions ({wrong} answered wrongly)", file=sys.stderr)
             if not tables:
                 return 0
         else:
