@@ -17,15 +17,15 @@ def babi_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def inspect_run(tmp_path_factory) -> dict[str, Path]:
-    """A tiny qa16 model (a few seconds of training, far from solving the task) with hard
-    masking on, so masked cells show up in its attention tables: {data, checkpoint}."""
+    """A tiny qa16 model (a few seconds of training, far from solving the task) with the halting
+    unit and hard masking on, so every part of an attention table shows up: {data, checkpoint}."""
     from memnet import config, generator
     from memnet.train import train
 
     root = tmp_path_factory.mktemp("inspect_run")
     generator.write_dataset(root / "data", 16, train=200, test=60, seed=0)
-    cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "16", "model.masking": "hard",
-                             "train.epochs": 4, "train.eval_every": 2, "train.linear_start_epochs": 0,
+    cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "16", "model.stopping": True,
+                             "model.masking": "hard", "train.epochs": 4, "train.eval_every": 2, "train.linear_start_epochs": 0,
                              "train.threads": 1})
     train(cfg, root / "run", progress=False)
     return {"data": root / "data", "checkpoint": root / "run" / "model.pt"}

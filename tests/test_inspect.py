@@ -265,3 +265,15 @@ def test_transformer_reader_columns_are_layers(capsys, inspect_run, tmp_path):
     assert all(sum(layer) == pytest.approx(1.0, abs=1e-4) for layer in table["attention"])
     code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
     assert code == 0 and out.splitlines()[1].split()[3:] == ["layer", "1", "layer", "2"]
+
+
+def test_halted_questions_show_only_the_hops_taken(capsys, inspect_run, tmp_path):
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    payload["config"]["model"]["halt_threshold"] = 0.0  # every halting probability passes: stop after hop 1
+    checkpoint.write(tmp_path / "eager.pt", {k: v for k, v in payload.items() if k != "format"})
+    run_ = {"checkpoint": tmp_path / "eager.pt", "data": inspect_run["data"]}
+    table = inspect_json(capsys, run_, "--index", 0)
+    assert table["hops_used"] == 1 and table["stop_reason"] == "halted"
+    assert len(table["attention"]) == len(table["chosen"]) == len(table["hop_answers"]) == 1
+    code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
+    assert out.splitlines()[1].split()[3:] == ["hop", "1"] and "hops used: 1 of 3 (stopped: halted)" in out
