@@ -90,8 +90,7 @@ class MemN2N(nn.Module):
                 answer_bag[a, w] += 1.0
         self.register_buffer("answer_bag", answer_bag, persistent=False)
         e = torch.arange(1, d + 1) / d  # (d,) e_k = k/d
-        pe = torch.stack([torch.ones(d), e]) if cfg.encoding == "pe" else torch.ones(1, d)  # (C, d)
-        self.register_buffer("pe", pe.repeat(1, self.n_tables), persistent=False)  # (C, tables*d)
+        self.register_buffer("e_tables", e.repeat(self.n_tables), persistent=False)  # (tables*d,)
         # a_j = 1 - j/J and c_j = 2j/J - 1 as base + slope * (j/J)
         self.register_buffer("pe_base", torch.tensor([[1.0], [-1.0]]), persistent=False)  # (2, 1)
         self.register_buffer("pe_slope", torch.tensor([[-1.0], [2.0]]), persistent=False)  # (2, 1)
@@ -135,15 +134,19 @@ class MemN2N(nn.Module):
         s, B, M, J = batch.story.shape
         L = max(J, batch.query.shape[-1])
 
-        # every sentence and the question (as slot M) through one matrix product with all tables
+        # every sentence and the question (as slot M) through one matrix product with all tables:
+        # [bag_a, bag_c] @ [A; e * A] = Σ_j (a_j + e_k c_j) A x_j, the position-encoded sum
         words = torch.cat([F.pad(batch.story, (0, L - J)), F.pad(batch.query, (0, L - batch.query.shape[-1]))[:, :, None]], 2)  # (s, B, M+1, L)
         bag = self._bags(words)  # (s, B, M+1, C, V)
-        x = torch.matmul(bag.view(s, -1, bag.shape[-1]), self.emb)  # (S, B*(M+1)*C, tables*d)
-        x = (x.view(S, B, M + 1, -1, x.shape[-1]) * self.pe).sum(3)  # (S, B, M+1, tables*d) l_kj = a_j + e_k c_j
+        table = torch.cat([self.emb, self.emb * self.e_tables], 1) if cfg.encoding == "pe" else self.emb  # (S, C*V, tables*d)
+        x = torch.matmul(bag.view(s, B * (M + 1), -1), table).view(S, B, M + 1, -1)  # (S, B, M+1, tables*d)
         memory, question = x.split([M, 1], dim=2)  # (S, B, M, tables*d), (S, B, 1, tables*d)
         if cfg.temporal:
-            time = batch.time.clamp(max=self.memory_size - 1).expand(S, B, M).reshape(S, B * M, 1)  # (S, B*M, 1)
-            memory = memory + self.temporal.gather(1, time.expand(-1, -1, x.shape[-1])).view(S, B, M, -1)  # + T(i)
+            # T(i) of seed s is row s*T + i of the seeds' stacked tables: an embedding lookup,
+            # whose backward is cheap (a gather's is a slow scatter)
+            time = batch.time.clamp(max=self.memory_size - 1).expand(S, B, M)  # (S, B, M)
+            rows = time + torch.arange(S, device=x.device)[:, None, None] * self.memory_size  # (S, B, M)
+            memory = memory + F.embedding(rows, self.temporal.view(S * self.memory_size, -1))  # (S, B, M, tables*d) + T(i)
         tables = memory.reshape(S, B, M, self.n_tables, d).unbind(3)  # n_tables x (S, B, M, d)
         u = question.reshape(S, B, self.n_tables, d)[:, :, 0]  # (S, B, d) u^1 = B q
         W = torch.matmul(self.answer_bag, self.emb.view(S, -1, self.n_tables, d)[:, :, -1])  # (S, A, d) W = rows of C^K
