@@ -17,7 +17,11 @@ How a story unfolds (read off the official v1.2 train files):
   place, the move that brought it to the place before; task 7 lists the person's object
   facts in story order; task 8 groups them by object, objects in the order the person
   first took them, which is also the order of the answer's words ("football,apple").
-- Never ambiguous: task 3 names only a place the object has been in once.
+- Never ambiguous: task 3 names a place only if the object came there from the same place
+  every time it was there, and the supporting moves are those of its latest visit (which is
+  how the official files read such a question). Once an object has been everywhere this
+  can become impossible: a story that finds no question in STALL facts ends early, after
+  its last question (task 3 only, about 1 story in 70; the others always find one).
 
 Knobs honoured by every task here: `questions` (per story, default 5), `length` (facts
 per chunk between question chances, default 2) and `actors` (people, default 4, at most 8;
@@ -44,9 +48,7 @@ DROPS = ["dropped", "left", "discarded", "put down"]
 GIVES = ["gave", "passed", "handed"]
 NUMBERS = ["none", "one", "two", "three"]
 RECENT = 5  # a question's key fact is among this many latest facts
-# Task 3 can run out of unambiguous questions once an object has been everywhere; such a
-# story is cut after its last question (the official stories have at most 224 facts).
-MAX_FACTS = 250
+STALL = 150  # facts without a question before a story gives up (the official gaps reach 122)
 
 
 @dataclass
@@ -295,16 +297,16 @@ def tell_story(rng: random.Random, knobs: Knobs, asker: Callable[[World], list[t
     assert questions >= 1 and length >= 1, "questions and length must be at least 1"
     assert 1 <= actors <= len(people), f"actors must be between 1 and {len(people)}"
     world = World(rng, people[:actors], places)
-    asked = told = 0
-    while asked < questions and told < MAX_FACTS:
+    asked = stalled = 0
+    while asked < questions and stalled < STALL:
         for _ in range(length):
             act(world, habits, unsure)
-        told += length
+        stalled += length
         askable = [ask for fact, ask in asker(world) if world.recent(fact)]
         if askable:
             question, answer, support = rng.choice(askable)()
             world.lines.append(Line(len(world.lines) + 1, question, answer, support))
-            asked += 1
+            asked, stalled = asked + 1, 0
     while world.lines and not world.lines[-1].is_question:
         world.lines.pop()  # a story cut short ends at its last question
     return Story(world.lines)
@@ -322,7 +324,7 @@ def two_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(3)
 def three_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
-    return tell_story(rng, knobs, where_was_object, Habits(move=0.65, get=0.2, drop=0.15, get_there=0.19, drop_there=0.22))
+    return tell_story(rng, knobs, where_was_object, Habits(move=0.64, get=0.2, drop=0.16, get_there=0.19, drop_there=0.22))
 
 
 @register(6)
