@@ -21,7 +21,7 @@ How a story unfolds (read off the official v1.2 train files):
   every time it was there, and the supporting moves are those of its latest visit (which is
   how the official files read such a question). Once an object has been everywhere this
   can become impossible: a story that finds no question in STALL facts ends early, after
-  its last question (task 3 only, about 1 story in 70; the others always find one).
+  its last question (task 3 only, about 1 story in 45; the others always find one).
 
 Knobs honoured by every task here: `questions` (per story, default 5), `length` (facts
 per chunk between question chances, default 2) and `actors` (people, default 4, at most 8;
