@@ -63,10 +63,13 @@ class World:
     holder: dict[str, str] = field(default_factory=dict)  # object -> person holding it
     lying: dict[str, str] = field(default_factory=dict)  # object -> place it was put down in
     last: dict[str, int] = field(default_factory=dict)  # object -> id of its latest fact
-    dropped_from: dict[str, int | None] = field(default_factory=dict)  # object -> where its dropper was said to be
-    trail: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # object -> known places, with the telling move
-    carried: dict[str, int] = field(default_factory=dict)  # object -> where its latest pick-up's moves start in trail
-    handled: dict[str, dict[str, list[int]]] = field(default_factory=dict)  # person -> object -> fact ids, first taken first
+    # object -> id of the fact saying where its dropper was (None: never said)
+    dropped_from: dict[str, int | None] = field(default_factory=dict)
+    # object -> the places it is known to have been in, each with the fact that tells it
+    trail: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    carried: dict[str, int] = field(default_factory=dict)  # object -> trail index its latest carrier's moves start at
+    # person -> object -> ids of their facts about it, objects in the order first taken
+    handled: dict[str, dict[str, list[int]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.place = {p: self.rng.choice(self.places) for p in self.people}
@@ -116,7 +119,8 @@ class World:
 
     def available(self, person: str) -> list[str]:
         """Objects the person can take: free ones lying here, or never handled yet."""
-        return [o for o in OBJECTS if o not in self.holder and self.lying.get(o, self.place[person]) == self.place[person]]
+        here = self.place[person]
+        return [o for o in OBJECTS if o not in self.holder and self.lying.get(o, here) == here]
 
     def get(self, person: str, obj: str, there: float) -> None:
         suffix = " there" if self.rng.random() < there else ""
@@ -292,7 +296,8 @@ def what_carrying(w: World) -> list[tuple[int, Ask]]:
 # ---------------------------------------------------------------------- stories
 
 def tell_story(rng: random.Random, knobs: Knobs, asker: Callable[[World], list[tuple[int, Ask]]],
-               habits: Habits = Habits(), unsure: str = "not", people: list[str] = PEOPLE, places: list[str] = PLACES) -> Story:
+               habits: Habits = Habits(), unsure: str = "not",
+               people: list[str] = PEOPLE, places: list[str] = PLACES) -> Story:
     questions, length, actors = knobs.questions or 5, knobs.length or 2, knobs.actors or 4
     assert questions >= 1 and length >= 1, "questions and length must be at least 1"
     assert 1 <= actors <= len(people), f"actors must be between 1 and {len(people)}"
@@ -324,7 +329,8 @@ def two_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(3)
 def three_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
-    return tell_story(rng, knobs, where_was_object, Habits(move=0.64, get=0.2, drop=0.16, get_there=0.19, drop_there=0.22))
+    habits = Habits(move=0.64, get=0.2, drop=0.16, get_there=0.19, drop_there=0.22)
+    return tell_story(rng, knobs, where_was_object, habits)
 
 
 @register(6)

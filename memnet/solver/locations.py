@@ -7,7 +7,9 @@ uncertain location), then the question is answered from those events alone:
     2  Where is the football?              the object's last fact, then its holder's location
     3  Where was the football before the garden?
                                            the object's last fact, the move that brought it to
-                                           the garden, the move that brought it where it was before
+                                           the garden, the move that brought it where it was before;
+                                           its latest visit to the garden, if it was there more
+                                           than once (how the official files read it)
     6  Is Mary in the office?              yes/no from the actor's last location fact
     7  How many objects is Mary carrying?  none/one/two/...; every object fact of hers, story order
     8  What is Mary carrying?              objects in the order she first took them; her facts
