@@ -16,7 +16,7 @@ from memnet.babi import CHAIN, Line, Story, Task
 @dataclass(frozen=True)
 class Solution:
     answer: str  # as written in the file: several words joined by commas
-    support: tuple[int, ...]  # supporting fact ids in reasoning order (story order for 7, 8, 11, 13)
+    support: tuple[int, ...]  # supporting fact ids in the official order for the task (reasoning order)
 
 
 SolveFn = Callable[[Sequence[Line], str], Solution]
