@@ -1,0 +1,254 @@
+"""The 20-task bAbI 1k table: test error per task for MemN2N as in the paper and memnet's
+variants, beside the published figures (Sukhbaatar et al. 2015, Table 1).
+
+Every run selects on en-valid's valid split (best epoch and best restart) and reports the
+test split. Results are appended per (variant, task) to a JSONL file, so the table can be
+filled in parts across sessions; --table prints it from whatever is there (the latest
+record of a (variant, task) wins).
+
+    .venv/bin/python scripts/bench_babi.py --variants paper --restarts 10        # 20 tasks
+    .venv/bin/python scripts/bench_babi.py --tasks 1,2,16 --variants mask,stop --epochs 50
+    .venv/bin/python scripts/bench_babi.py --table
+
+Variants (each is the paper's recipe, the defaults in memnet/config.py, plus one change):
+paper, mask (model.masking=hard), stop (model.stopping=true), both, sup (attention
+supervision), joint (one model on all the given tasks, with the train.joint_* settings) and
+generated (the paper's recipe trained on 1,000 questions per task from memnet.generator,
+tested on the official test file: a faithful generator lands within 2 points of paper).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from memnet import babi, config, generator
+from memnet.train import resolve, train
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# the switches that differ from the paper's recipe; stated in full so a changed default in
+# memnet/config.py cannot silently change the "paper" row
+PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0}
+VARIANTS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "mask": {"model.masking": "hard"},
+    "stop": {"model.stopping": True},
+    "both": {"model.masking": "hard", "model.stopping": True},
+    "sup": {"train.attention_supervision": 1.0},
+    "joint": {},
+    "generated": {},
+}
+TITLES = {"paper": "MemN2N", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
+          "joint": "joint", "generated": "generated"}
+FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
+
+# Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
+# trained per task, and jointly on all 20 (published means 13.9 and 12.4, 11 failed each)
+PUBLISHED = {
+    "PE LS RN 1k": [0.0, 8.3, 40.3, 2.8, 13.1, 7.6, 17.3, 10.0, 13.2, 15.1,
+                    0.9, 0.2, 0.4, 1.7, 0.0, 1.3, 51.0, 11.1, 82.8, 0.0],
+    "PE LS RN joint": [0.0, 11.4, 21.9, 13.4, 14.4, 2.8, 18.3, 9.3, 1.9, 6.5,
+                       0.3, 0.1, 0.2, 6.9, 0.0, 2.7, 40.4, 9.4, 88.0, 0.0],
+}
+REFERENCES = [  # published mean test error on the 20 tasks with 1k questions each
+    ("Universal Transformer with adaptive computation (best weakly supervised 1k)", 4.55, 3),
+    ("MemNN, strongly supervised (supporting facts given)", 6.7, 4),
+    ("Transformer", 21.8, 5),
+]
+
+
+def default_data() -> Path:
+    return Path(os.environ.get("MEMNET_BABI_DIR", ROOT.parent / "shared" / "babi")) / "en-valid"
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+
+
+def generated_folder(root: Path, task: int, official: Path) -> Path:
+    """900 train + 100 valid generated questions of `task` (seed 0, like en-valid's 1k split),
+    beside a link to the official test file: the model never sees an official training story."""
+    folder = root / f"qa{task}"
+    generator.write_dataset(folder, task, train=900, valid=100, test=0, seed=0)
+    test = babi.find_task_file(official, task, "test")
+    if test is None:
+        raise SystemExit(f"{official}: no test file for task {task}")
+    link = folder / test.name
+    link.unlink(missing_ok=True)
+    link.symlink_to(test.resolve())
+    return folder
+
+
+def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """Train `variant` (one model per task, or one joint model) and return one record per task."""
+    base = {**PAPER, **VARIANTS[variant], "train.restarts": args.restarts}
+    if args.epochs:
+        base["train.joint_epochs" if variant == "joint" else "train.epochs"] = args.epochs
+    if variant == "joint":
+        jobs = [(tasks, {"data.dir": str(args.data), "data.task": ",".join(map(str, tasks))})]
+    elif variant == "generated":
+        root = Path(args.results).parent / "generated"
+        jobs = [([t], {"data.dir": str(generated_folder(root, t, args.data)), "data.task": str(t)}) for t in tasks]
+    else:
+        jobs = [([t], {"data.dir": str(args.data), "data.task": str(t)}) for t in tasks]
+
+    records = []
+    for job_tasks, data in jobs:
+        cfg = resolve(config.load(None, {**base, **data}))
+        result = train(cfg, progress=False, log=False)
+        for t in job_tasks:
+            test, valid = result["test"]["tasks"][str(t)], result["valid"]["tasks"][str(t)]
+            record = {
+                "variant": variant, "task": t, "error": test["error"], "valid_error": valid["error"],
+                "hop_accuracy": test["hop_accuracy"], "mean_hops": test["mean_hops"],
+                "chain_accuracy": test["chain_accuracy"], "questions": test["n"],
+                "restarts": cfg.train.restarts, "epochs": cfg.train.epochs, "trained_on": cfg.data.task,
+                "best_seed": result["best_seed"], "seconds": result["seconds"], "commit": commit(),
+                "time": time.strftime("%Y-%m-%d %H:%M:%S"), "config": cfg.to_dict(),
+            }
+            with open(args.results, "a", encoding="utf-8") as f:
+                f.write(json.dumps(record) + "\n")
+            print(f"{variant:9s} qa{t:<2d} test error {100 * test['error']:5.1f}% | valid error "
+                  f"{100 * valid['error']:5.1f}% | mean hops {test['mean_hops']:.2f} | restarts {cfg.train.restarts} | "
+                  f"epochs {cfg.train.epochs} | {result['seconds']:.0f} s", flush=True)
+            records.append(record)
+    return records
+
+
+# ---------------------------------------------------------------------------- the table
+
+
+def read_results(path: str | Path) -> dict[tuple[str, int], dict[str, Any]]:
+    """{(variant, task): latest record}."""
+    latest: dict[tuple[str, int], dict[str, Any]] = {}
+    if Path(path).is_file():
+        for line in Path(path).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                r = json.loads(line)
+                latest[r["variant"], r["task"]] = r
+    return latest
+
+
+def settings(r: dict[str, Any]) -> str:
+    text = f"r{r['restarts']} e{r['epochs']}"
+    if r["variant"] == "joint" and len(babi.parse_tasks(r["trained_on"])) != 20:
+        text += f" on {r['trained_on']}"  # a joint model of fewer tasks is a different experiment
+    return text
+
+
+def percent(x: float) -> str:
+    return f"{100 * x:.1f}"
+
+
+def table(results: dict[tuple[str, int], dict[str, Any]]) -> str:
+    """Markdown: test error per task and variant beside the published columns, mean and failed
+    count; then hop accuracy and hops used; then the published means. A cell whose settings
+    differ from its column's usual ones (the settings row) names its own."""
+    variants = [v for v in VARIANTS if any(k[0] == v for k in results)]
+    usual = {v: Counter(settings(r) for (w, _), r in results.items() if w == v).most_common(1)[0][0] for v in variants}
+    gap = "paper" in variants and "generated" in variants
+
+    def cell(v: str, t: int, text: str) -> str:
+        r = results.get((v, t))
+        if r is None:
+            return "–"
+        return text if settings(r) == usual[v] else f"{text} ({settings(r)})"
+
+    head = ["task", *(TITLES[v] for v in variants), *(["gen − paper"] if gap else []), *PUBLISHED]
+    lines = ["Test error (%) on bAbI 1k (en-valid: selection on valid, figures on test)", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for t in range(1, 21):
+        row = [f"{t}: {babi.TASK_NAMES[t]}"]
+        row += [cell(v, t, percent(results[v, t]["error"]) if (v, t) in results else "") for v in variants]
+        if gap:
+            both = ("paper", t) in results and ("generated", t) in results
+            row.append(f"{100 * (results['generated', t]['error'] - results['paper', t]['error']):+.1f}" if both else "–")
+        row += [f"{col[t - 1]:.1f}" for col in PUBLISHED.values()]
+        lines.append("| " + " | ".join(row) + " |")
+
+    def summary(errors: list[float]) -> tuple[str, str]:
+        if not errors:
+            return "–", "–"
+        of = "" if len(errors) == 20 else f" of {len(errors)}"
+        return f"{100 * statistics.fmean(errors):.1f}{of}", f"{sum(e > FAILED for e in errors)}{of}"
+
+    means, fails = ["**mean error**"], ["**failed (> 5%)**"]
+    for v in variants:
+        mean, failed = summary([r["error"] for (w, _), r in results.items() if w == v])
+        means.append(mean)
+        fails.append(failed)
+    if gap:
+        within = [abs(results["generated", t]["error"] - results["paper", t]["error"]) <= 0.02
+                  for t in range(1, 21) if ("paper", t) in results and ("generated", t) in results]
+        means.append("")
+        fails.append(f"{sum(within)} of {len(within)} within 2 points")
+    for col in PUBLISHED.values():
+        mean, failed = summary([e / 100 for e in col])
+        means.append(mean)
+        fails.append(failed)
+    lines.append("| " + " | ".join(means) + " |")
+    lines.append("| " + " | ".join(fails) + " |")
+    lines.append("| settings | " + " | ".join([*(usual[v] for v in variants), *([""] if gap else []),
+                                                *("published" for _ in PUBLISHED)]) + " |")
+
+    lines += ["", "Hop accuracy (%) of hops 1/2/3 (the hop's most attended memory is the supporting fact of "
+              "that step; – where the question has no such fact) · mean hops used", "",
+              "| task | " + " | ".join(TITLES[v] for v in variants) + " |", "|" + "---|" * (len(variants) + 1)]
+    for t in range(1, 21):
+        row = [str(t)]
+        for v in variants:
+            r = results.get((v, t))
+            hops = "/".join("–" if a is None else f"{100 * a:.0f}" for a in r["hop_accuracy"]) if r else ""
+            row.append(cell(v, t, f"{hops} · {r['mean_hops']:.2f}" if r else ""))
+        lines.append("| " + " | ".join(row) + " |")
+
+    lines += ["", "settings: rN = best of N restarts on validation, eN = epochs. Published mean test error on "
+              "the 20 tasks, 1k questions each:"]
+    lines += [f"- {name}: {mean}% mean error, {failed} failed" for name, mean, failed in REFERENCES]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("--data", type=Path, default=default_data(),
+                        help="official bAbI folder with train/valid/test files (default: en-valid of MEMNET_BABI_DIR)")
+    parser.add_argument("--tasks", default="1-20", help="tasks: 1-20, 1,2,16 ... (default: 1-20)")
+    parser.add_argument("--variants", default="paper", help=f"comma-separated, of {','.join(VARIANTS)} (default: paper)")
+    parser.add_argument("--restarts", type=int, default=10, help="restarts per run, best on validation (default: 10, the paper's)")
+    parser.add_argument("--epochs", type=int, default=0,
+                        help="epochs per run (default: the config's, 100; joint: train.joint_epochs, 60)")
+    parser.add_argument("--results", default=str(ROOT / "runs" / "bench" / "results.jsonl"),
+                        help="JSONL file the results are appended to and the table is read from")
+    parser.add_argument("--table", action="store_true", help="print the markdown table from the results file and exit")
+    args = parser.parse_args(argv)
+
+    if args.table:
+        print(table(read_results(args.results)))
+        return
+    variants = args.variants.split(",")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"--variants: unknown {', '.join(unknown)} (known: {', '.join(VARIANTS)})")
+    try:
+        tasks = [int(t) for t in babi.parse_tasks(args.tasks)]
+    except ValueError as e:
+        parser.error(f"--tasks: {e}")
+    Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    for variant in variants:
+        run(variant, tasks, args)
+
+
+if __name__ == "__main__":
+    main()

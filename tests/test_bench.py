@@ -1,0 +1,71 @@
+"""scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table."""
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+spec = importlib.util.spec_from_file_location("bench_babi", ROOT / "scripts" / "bench_babi.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+@pytest.fixture(scope="module")
+def results(babi_dir, tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("bench") / "results.jsonl"
+    bench.main(["--data", str(babi_dir / "en-valid"), "--tasks", "1", "--variants", "paper,generated",
+                "--restarts", "1", "--epochs", "2", "--results", str(path)])
+    return path
+
+
+def test_records_one_line_per_variant_and_task(results, babi_dir):
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [(r["variant"], r["task"]) for r in records] == [("paper", 1), ("generated", 1)]
+    for r in records:
+        assert 0.0 <= r["error"] <= 1.0 and r["questions"] == 1000  # the official test file either way
+        assert (r["restarts"], r["epochs"], r["config"]["model"]["masking"]) == (1, 2, "off")
+        assert len(r["hop_accuracy"]) == r["config"]["model"]["hops"] and r["mean_hops"] == 3.0
+    official, generated = (Path(r["config"]["data"]["dir"]) for r in records)
+    assert official == babi_dir / "en-valid"
+    # generated training stories, the official test file behind a link
+    assert (generated / "qa1_single-supporting-fact_train.txt").read_text() != (official / "qa1_train.txt").read_text()
+    assert (generated / "qa1_test.txt").resolve() == (official / "qa1_test.txt").resolve()
+
+
+def test_table_reads_the_results_file(results, capsys):
+    paper, gen = (json.loads(line)["error"] for line in results.read_text().splitlines())
+    bench.main(["--table", "--results", str(results)])
+    errors = capsys.readouterr().out.split("Hop accuracy")[0]  # the first table
+    rows = {line.split(" | ")[0].lstrip("| "): line.strip("| ").split(" | ") for line in errors.splitlines()
+            if line.startswith("| ")}
+    assert rows["task"] == ["task", "MemN2N", "generated", "gen − paper", "PE LS RN 1k", "PE LS RN joint"]
+    assert rows["1: single-supporting-fact"][1:4] == [f"{100 * paper:.1f}", f"{100 * gen:.1f}", f"{100 * (gen - paper):+.1f}"]
+    assert rows["2: two-supporting-facts"][1:4] == ["–", "–", "–"]
+    assert rows["**mean error**"][1] == f"{100 * paper:.1f} of 1"
+    assert rows["**mean error**"][-2:] == ["13.9", "12.4"]  # the published means
+    assert rows["**failed (> 5%)**"][-2:] == ["11", "11"]
+    assert rows["settings"][1:3] == ["r1 e2", "r1 e2"]
+
+
+def record(variant: str, task: int, error: float, restarts: int = 10, epochs: int = 100) -> dict:
+    return {"variant": variant, "task": task, "error": error, "hop_accuracy": [1.0, None, None], "mean_hops": 1.5,
+            "restarts": restarts, "epochs": epochs, "trained_on": str(task)}
+
+
+def test_latest_record_wins_and_odd_settings_are_named(tmp_path):
+    path = tmp_path / "results.jsonl"
+    lines = [record("paper", 1, 0.5), record("paper", 1, 0.01), record("paper", 2, 0.10), record("paper", 3, 0.2, restarts=2)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    text = bench.table(bench.read_results(path))
+    assert "| 1: single-supporting-fact | 1.0 |" in text
+    assert "| 3: three-supporting-facts | 20.0 (r2 e100) |" in text
+    assert "| **mean error** | 10.3 of 3 |" in text and "| **failed (> 5%)** | 2 of 3 |" in text
+    assert "| 1 | 100/–/– · 1.50 |" in text
+
+
+def test_unknown_variant_is_rejected(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--variants", "paper,magic", "--results", str(tmp_path / "r.jsonl")])
+    assert "unknown magic" in capsys.readouterr().err
+    assert not (tmp_path / "r.jsonl").exists()
