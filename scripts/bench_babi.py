@@ -69,11 +69,14 @@ def default_data() -> Path:
 
 
 def commit() -> str:
+    """The code a record came from: HEAD, with "+dirty" when memnet/ has uncommitted changes."""
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "memnet"], cwd=ROOT).returncode != 0
     except (OSError, subprocess.CalledProcessError):
         return ""
+    return head + ("+dirty" if dirty else "")
 
 
 def generated_folder(root: Path, task: int, official: Path) -> Path:
@@ -114,7 +117,7 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
                 "hop_accuracy": test["hop_accuracy"], "mean_hops": test["mean_hops"],
                 "chain_accuracy": test["chain_accuracy"], "questions": test["n"],
                 "restarts": cfg.train.restarts, "epochs": cfg.train.epochs, "trained_on": cfg.data.task,
-                "best_seed": result["best_seed"], "seconds": result["seconds"], "commit": commit(),
+                "best_seed": result["best_seed"], "seconds": result["seconds"], "commit": args.commit,
                 "time": time.strftime("%Y-%m-%d %H:%M:%S"), "config": cfg.to_dict(),
             }
             with open(args.results, "a", encoding="utf-8") as f:
@@ -246,6 +249,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as e:
         parser.error(f"--tasks: {e}")
     Path(args.results).parent.mkdir(parents=True, exist_ok=True)
+    args.commit = commit()  # the code this process imported
     for variant in variants:
         run(variant, tasks, args)
 
