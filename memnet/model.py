@@ -155,6 +155,7 @@ class MemN2N(nn.Module):
         allowed = real.expand(S, B, M)  # (S, B, M) memories hop k may attend to
         visited = torch.zeros(S, B, M, dtype=torch.bool, device=x.device)  # chosen by earlier hops
         attention, scores, allowed_k, states = [], [], [], []
+        allowed_f = None
         for k in range(K):
             m, c = tables[self._table(k, "A")], tables[self._table(k, "C")]  # (S, B, M, d) m_i, c_i
             score = (m * u[:, :, None]).sum(-1)  # (S, B, M) u^k · m_i
@@ -163,15 +164,18 @@ class MemN2N(nn.Module):
             elif cfg.masking == "soft":
                 score = score - self.log_penalty.exp()[:, None, None] * visited
             score = score.masked_fill(~allowed, -1e30)  # exp() of it is exactly 0
-            p = (score if self.linear else score.softmax(-1)) * allowed  # (S, B, M) p_i
+            if allowed_f is None or cfg.masking == "hard":
+                allowed_f = allowed.float()  # (S, B, M)
+            p = (score if self.linear else score.softmax(-1)) * allowed_f  # (S, B, M) p_i; rows with nothing allowed: 0
             o = (p[..., None] * c).sum(2)  # (S, B, d) o = Σ_i p_i c_i
             u = (torch.matmul(self.H[:, None], u[..., None])[..., 0] if cfg.tying == "layerwise" else u) + o  # u^{k+1}
             if cfg.masking != "off":
                 visited = visited.scatter(-1, p.argmax(-1, keepdim=True), True) & real
             attention.append(p)
-            scores.append(score)
-            allowed_k.append(allowed)
             states.append(u)
+            if self.attention_supervision > 0:
+                scores.append(score)
+                allowed_k.append(allowed)
         attention = torch.stack(attention, 2)  # (S, B, K, M)
         states = torch.stack(states, 2)  # (S, B, K, d) u^2 .. u^{K+1}
         hop_logits = torch.matmul(states.view(S, B * K, d), W.transpose(1, 2)).view(S, B, K, -1)  # (S, B, K, A) â_k
@@ -194,15 +198,15 @@ class MemN2N(nn.Module):
             logits = hop_logits[:, :, -1]  # (S, B, A)
 
         loss = None
-        if bool((batch.answer >= 0).any()):
-            loss = self._loss(batch, logits, hop_logits, halt_probs, torch.stack(scores, 2), torch.stack(allowed_k, 2))
+        if self.training or bool((batch.answer >= 0).any()):  # training batches always have answers
+            loss = self._loss(batch, logits, hop_logits, halt_probs, scores, allowed_k)
         result = Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
         if plain and S == 1:
             result = Result(*(t if t is None or t.dim() == 0 else t[0] for t in result))
         return result
 
-    def _loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor,
-              allowed: Tensor) -> Tensor:
+    def _loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: list[Tensor],
+              allowed: list[Tensor]) -> Tensor:
         S, B, K, A = hop_logits.shape
         answer = batch.answer.expand(S, B)  # (S, B)
         if self.cfg.stopping:  # expected loss over the halting distribution, and a cost per extra hop
@@ -214,7 +218,8 @@ class MemN2N(nn.Module):
             # summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects
             loss = F.cross_entropy(logits.reshape(-1, A), answer.reshape(-1), ignore_index=-1, reduction="sum")
         if self.attention_supervision > 0:
-            loss = loss + self.attention_supervision * self._supervision(batch, halt_probs, scores, allowed)
+            loss = loss + self.attention_supervision * self._supervision(batch, halt_probs, torch.stack(scores, 2),
+                                                                         torch.stack(allowed, 2))
         return loss
 
     def _supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:

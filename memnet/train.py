@@ -217,7 +217,6 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     model.reset_parameters(generators)
     model.to(device)
     params = [p for p in model.parameters()]
-    optimizer = torch.optim.SGD(params, lr=tc.lr)
     best = torch.full((S,), -1.0)  # each seed's best validation accuracy
     best_params = {k: v.detach().clone() for k, v in model.state_dict().items()}
     start_epoch, step = 0, 0
@@ -261,7 +260,6 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             checkpoint.write(out / "model.pt", {"state_dict": {k: v[seed: seed + 1].clone() for k, v in best_params.items()},
                                                 "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
                                                 "best_metric": float(best[seed])})
-        lr = optimizer.param_groups[0]["lr"]
         line = _log_line(epoch, tc.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
                          float(best[seed]), seed, time.perf_counter() - started)
         if log:
@@ -274,6 +272,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 f.write(json.dumps(record) + "\n")
 
     N, M = len(train_data), train_data.story.shape[1]
+    lr = tc.lr
     # linear start must end before the last evaluation, or no softmax model would be chosen
     linear_epochs = tc.linear_start_epochs if tc.epochs > tc.linear_start_epochs else 0
     batch_size = tc.batch_size
@@ -283,22 +282,22 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     bar = tqdm(range(start_epoch, tc.epochs), desc="train", unit="epoch", disable=not progress, leave=False)
     try:
         for epoch in bar:
-            for group in optimizer.param_groups:
-                group["lr"] = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
+            lr = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
             model.linear = epoch < linear_epochs
             order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
             times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators]).to(device)  # (S, N, M)
-            seeds = torch.arange(S, device=device)[:, None]  # (S, 1)
-            total = torch.zeros(())
+            shuffled = train_data.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
+            shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M)
+            total = torch.zeros((), device=device)
             for i in range(0, N, batch_size):
-                index = order[:, i: i + batch_size]  # (S, B)
-                batch = train_data.index(index)  # fields (S, B, ...)
-                batch.time = times[seeds, index]  # (S, B, M)
+                batch = shuffled.index((slice(None), slice(i, i + batch_size)))  # fields (S, B, ...): views
                 loss = model(batch).loss
-                optimizer.zero_grad()
                 loss.backward()
                 _clip_per_seed(params, tc.max_grad_norm)
-                optimizer.step()
+                with torch.no_grad():  # plain SGD by hand: torch.optim's bookkeeping costs more than the update
+                    for p in params:
+                        p.add_(p.grad, alpha=-lr)
+                        p.grad = None
                 total += loss.detach()
                 step += 1
             epoch_loss = float(total) / N / S  # per question

@@ -97,7 +97,7 @@ def test_resume_continues_a_stopped_run(tiny, tmp_path, monkeypatch):
 def test_train_and_eval_commands(tiny, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(run), "--quiet",
-                 "--train.epochs=2", "--train.eval_every=1", "--model.masking=hard"]) == 0
+                 "--train.epochs=2", "--train.eval_every=1", "--train.restarts=1", "--model.masking=hard"]) == 0
     assert {"model.pt", "config.yaml", "metrics.jsonl"} <= {p.name for p in run.iterdir()}
     assert config.load(run / "config.yaml").model.masking == "hard"
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
