@@ -85,6 +85,15 @@ class Config:
         return yaml.safe_dump(self.to_dict(), sort_keys=False)
 
 
+# fields that take one of a few words
+CHOICES = {
+    "model.type": ("memn2n", "transformer", "universal"),
+    "model.encoding": ("bow", "pe"),
+    "model.tying": ("adjacent", "layerwise"),
+    "model.masking": ("off", "hard", "soft"),
+}
+
+
 def _coerce(value: Any, typ: Any, key: str) -> Any:
     """Check `value` against a field's type, converting strings from the command line."""
     if typ is bool:
@@ -129,7 +138,10 @@ def _update(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
         if dataclasses.is_dataclass(current):
             _update(current, value, key + ".")
         else:
-            setattr(obj, name, _coerce(value, hints[name], key))
+            value = _coerce(value, hints[name], key)
+            if key in CHOICES and value not in CHOICES[key]:
+                raise ConfigError(f"{key}: expected one of {', '.join(CHOICES[key])}; found {value!r}")
+            setattr(obj, name, value)
 
 
 def from_dict(values: dict[str, Any] | None) -> Config:

@@ -34,7 +34,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from memnet.config import ModelConfig
+from memnet.config import ConfigError, ModelConfig
 from memnet.data import Batch
 from memnet.model import Result
 
@@ -84,7 +84,9 @@ class Transformer(nn.Module):
         assert cfg.encoding in ("bow", "pe"), f"model.encoding: expected bow or pe, found {cfg.encoding!r}"
         assert cfg.dim % cfg.heads == 0, f"model.dim ({cfg.dim}) must be a multiple of model.heads ({cfg.heads})"
         assert cfg.layers >= 1, f"model.layers: expected at least 1, found {cfg.layers}"
-        assert cfg.masking == "off", f"model.masking: memn2n only; the transformer takes off, found {cfg.masking!r}"
+        if cfg.masking != "off":
+            raise ConfigError(f"model.masking: visited-memory masking is a memn2n switch; "
+                              f"the {cfg.type} reader needs --model.masking=off, found {cfg.masking!r}")
         self.cfg, self.seeds, self.memory_size = cfg, seeds, memory_size
         self.attention_supervision = attention_supervision
         self.linear = False  # the trainer's linear start; a transformer has no softmax-free phase, so unused

@@ -125,11 +125,19 @@ def test_learns_generated_qa1(generated):
 
 def test_train_and_eval_cli(generated, tmp_path, capsys):
     run = tmp_path / "run"
-    assert main(["train", "--data", str(generated), "--task", "1", "--out", str(run), "--quiet", "--model.type=transformer",
-                 "--model.layers=3", "--train.epochs=1", "--train.threads=1"]) == 0
+    assert main(["train", "--data", str(generated), "--task", "1", "--out", str(run), "--quiet",
+                 "--model.type=transformer", "--model.masking=off", "--model.layers=3", "--train.epochs=1", "--train.threads=1"]) == 0
     assert "test: accuracy" in capsys.readouterr().out
     model, cfg, _, _ = checkpoint.load(run / "model.pt")
     assert isinstance(model, Transformer) and cfg.model.type == "transformer" and cfg.model.layers == 3
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["n"] == 200 and 0 <= metrics["accuracy"] <= 1 and len(metrics["hop_accuracy"]) == 3
+
+
+def test_masking_with_a_transformer_is_a_clear_error(generated, tmp_path, capsys):
+    args = ["train", "--data", str(generated), "--task", "1", "--out", str(tmp_path / "run"), "--quiet",
+            "--model.type=transformer", "--model.masking=hard", "--train.epochs=1"]
+    assert main(args) == 2
+    assert "needs --model.masking=off" in capsys.readouterr().err
+    assert not (tmp_path / "run" / "model.pt").exists()

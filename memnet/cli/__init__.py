@@ -19,17 +19,13 @@ MODULES = ["data", "training", "inspection"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="memnet", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="memnet", description="bAbI-style stories, End-to-End Memory Networks with a stopping rule and "
+        "visited-memory masking, and per-hop attention tables.")
     parser.add_argument("--version", action="version", version=f"memnet {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in MODULES:
-        try:
-            module = importlib.import_module(f"memnet.cli.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"memnet.cli.{name}":
-                raise
-            continue
-        module.register(subparsers)
+        importlib.import_module(f"memnet.cli.{name}").register(subparsers)
     return parser
 
 

@@ -46,11 +46,7 @@ def register(task: Task) -> Callable[[StoryFn], StoryFn]:
 
 def _load() -> None:
     for name in _MODULES:
-        try:
-            importlib.import_module(f"memnet.generator.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"memnet.generator.{name}":
-                raise
+        importlib.import_module(f"memnet.generator.{name}")
 
 
 def _truncate(story: Story, max_questions: int) -> Story:

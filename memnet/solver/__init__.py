@@ -33,11 +33,7 @@ def register(task: Task) -> Callable[[SolveFn], SolveFn]:
 
 def _load() -> None:
     for name in _MODULES:
-        try:
-            importlib.import_module(f"memnet.solver.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"memnet.solver.{name}":
-                raise
+        importlib.import_module(f"memnet.solver.{name}")
 
 
 def solve(task: Task, facts: Sequence[Line], question: str) -> Solution:
