@@ -1,0 +1,64 @@
+"""The data subcommands end to end: generate, show, stats, check."""
+import json
+
+from memnet.cli import main
+
+
+def test_generate_is_a_pure_function_of_task_size_and_seed(tmp_path, capsys):
+    for name, seed in (("a", "0"), ("b", "0"), ("c", "1")):
+        assert main(["generate", "--task", "1,16,chain", "--train", "200", "--test", "100", "--seed", seed,
+                     "--out", str(tmp_path / name)]) == 0
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == ["chain_test.txt", "chain_train.txt", "qa16_basic-induction_test.txt",
+                     "qa16_basic-induction_train.txt", "qa1_single-supporting-fact_test.txt",
+                     "qa1_single-supporting-fact_train.txt"]
+    for n in names:
+        assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes()
+        assert (tmp_path / "a" / n).read_bytes() != (tmp_path / "c" / n).read_bytes()
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_show_stats_and_check_on_generated_data(tmp_path, capsys):
+    out = tmp_path / "gen"
+    assert main(["generate", "--task", "16", "--train", "300", "--test", "300", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["show", str(out), "--task", "16", "-n", "2"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count("story ") == 2 and "What color is" in shown and "supporting facts" in shown
+
+    assert main(["stats", str(out), "--json"]) == 0
+    stats = json.loads(capsys.readouterr().out)["tasks"]["16"]
+    assert stats["train"]["questions"] == 300 and stats["train"]["stories"] == 300
+    assert stats["train"]["vocab_size"] == 17 and stats["test"]["questions"] == 300
+    assert stats["overlap"] < 300  # a few short stories may repeat by chance, never all
+
+    assert main(["check", str(out)]) == 0
+    assert capsys.readouterr().out.count("0 disagree") == 2
+
+
+def test_compare_with_the_official_files(tmp_path, babi_dir, capsys):
+    out = tmp_path / "gen"
+    main(["generate", "--task", "16", "--out", str(out)])
+    capsys.readouterr()
+    assert main(["stats", str(out), "--compare", str(babi_dir / "en"), "--json"]) == 0
+    compare = json.loads(capsys.readouterr().out)["compare"]["16"]
+    assert compare["vocab_subset"] and compare["vocab_coverage"] == 1.0 and compare["same_answers"]
+    assert abs(compare["facts_per_story_diff"]) < 0.10
+
+
+def test_check_flags_the_ambiguous_official_induction_questions(babi_dir, capsys):
+    assert main(["check", str(babi_dir / "en"), "--task", "16"]) == 1
+    out = capsys.readouterr().out
+    assert "86 disagree" in out and "64 disagree" in out
+
+
+def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):
+    (tmp_path / "qa1_train.txt").write_text("1 Mary went home.\n2 Where is Mary? \thome\t9\n")
+    assert main(["show", str(tmp_path), "--task", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "qa1_train.txt:2: expected supporting ids among the story's earlier lines 1..1, found id 9" in err
+    assert main(["stats", str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err
+    assert main(["generate", "--task", "21", "--out", str(tmp_path / "x")]) == 2
+    assert "between 1 and 20" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
