@@ -32,7 +32,7 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    type: str = "memn2n"  # memn2n or transformer
+    type: str = "memn2n"  # memn2n, transformer or universal (a shared transformer layer, repeated)
     dim: int = 20  # embedding size d
     hops: int = 3  # maximum number of hops K
     encoding: str = "pe"  # bow or pe (position encoding)
