@@ -21,6 +21,9 @@ S supporting facts at most; word id 0 is padding, 1 is <unk>):
     task     (N,)      long   task number (0 for the chain family)
     time     (N, M)    long   temporal index of each slot: its age; at training time random
                               noise (RN) inserts empty memories, which ages older slots
+    bags     (N, M+1, C*V) float, or None: the question's and the memories' weighted bags of
+                              words, computed once per dataset by MemN2N.prepare (None: the
+                              model computes them from the words at every step)
 
 The trainer indexes a Batch with a (seeds, B) index, giving every field a leading seed
 dimension; models accept both forms (see memnet.model).
@@ -99,13 +102,21 @@ class Batch:
     n_support: torch.Tensor
     task: torch.Tensor
     time: torch.Tensor
+    bags: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.query.shape[-2]
 
     def index(self, idx: torch.Tensor | slice) -> Batch:
         """Rows `idx` of every field; a (seeds, B) index gives fields a leading seed dimension."""
-        return Batch(*(getattr(self, f.name)[idx] for f in dataclasses.fields(self)))
+        return Batch(*(None if t is None else t[idx] for t in self._fields()))
+
+    def split(self, size: int, dim: int = 0) -> list[Batch]:
+        """Consecutive batches of `size` questions along `dim` (1 for fields (seeds, N, ...)):
+        views, made at once for all, not one indexing per field and batch."""
+        n = -(-self.query.shape[dim] // size)
+        parts = [[None] * n if t is None else t.split(size, dim) for t in self._fields()]
+        return [Batch(*fields) for fields in zip(*parts)]
 
     def trim(self) -> Batch:
         """Drop memory slots and word columns that are padding in every row (cheaper steps)."""
@@ -113,10 +124,13 @@ class Batch:
         j = max(int((self.story[..., :m, :] != 0).sum(-1).max()), 1)
         q = max(int((self.query != 0).sum(-1).max()), 1)
         return dataclasses.replace(self, story=self.story[..., :m, :j], query=self.query[..., :q],
-                                   time=self.time[..., :m])
+                                   time=self.time[..., :m], bags=None if self.bags is None else self.bags[..., :m + 1, :])
 
     def to(self, device: str | torch.device) -> Batch:
-        return Batch(*(getattr(self, f.name).to(device) for f in dataclasses.fields(self)))
+        return Batch(*(None if t is None else t.to(device) for t in self._fields()))
+
+    def _fields(self) -> list[torch.Tensor | None]:
+        return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
 
 def encode_samples(samples: Sequence[Sample], vocab: Vocab, memory_size: int, task: int | str = 0) -> Batch:

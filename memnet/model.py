@@ -33,6 +33,7 @@ so restarts train side by side as one model, each seed with its own initialisati
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import torch
@@ -114,73 +115,44 @@ class MemN2N(nn.Module):
             return k if role == "A" else k + 1
         return 1 if role == "A" else 2
 
-    def _bags(self, words: Tensor) -> Tensor:
-        """Weighted bags of words (..., J) -> (..., C, V): channel 0 holds a_j = 1 - j/J, channel 1
-        c_j = 2j/J - 1 (bag of words: channel 0 only, weight 1). No gradient flows through it."""
-        real = words != 0  # (..., J)
-        r = torch.arange(1, words.shape[-1] + 1, device=words.device) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
+    def bags(self, batch: Batch) -> Tensor:
+        """Weighted bags of words of the question (slot 0) and the memories (slots 1..M):
+        (..., M+1, C*V). Channel 0 holds a_j = 1 - j/J, channel 1 c_j = 2j/J - 1 (bag of words:
+        channel 0 only, weight 1)."""
+        L = max(batch.story.shape[-1], batch.query.shape[-1])
+        words = torch.cat([F.pad(batch.query, (0, L - batch.query.shape[-1]))[..., None, :],
+                           F.pad(batch.story, (0, L - batch.story.shape[-1]))], -2)  # (..., M+1, L)
+        real = words != 0  # (..., M+1, L)
+        r = torch.arange(1, L + 1, device=words.device) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., M+1, L) j/J
         if self.cfg.encoding == "pe":
-            weights = (self.pe_base + self.pe_slope * r[..., None, :]) * real[..., None, :]  # (..., 2, J) a_j, c_j; padding weighs 0
+            weights = (self.pe_base + self.pe_slope * r[..., None, :]) * real[..., None, :]  # (..., M+1, 2, L) a_j, c_j; padding weighs 0
         else:
-            weights = real[..., None, :].float()  # (..., 1, J)
-        bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=torch.float)
-        return bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights)  # (..., C, V)
+            weights = real[..., None, :].to(self.emb.dtype)  # (..., M+1, 1, L)
+        bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=self.emb.dtype)
+        return bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights).flatten(-2)  # (..., M+1, C*V)
+
+    def prepare(self, batch: Batch) -> Batch:
+        """The batch with its bags of words (see `bags`) computed once, for a dataset that many
+        steps index; unchanged where a copy per seed (the trainer shuffles one) would pass 512 MB."""
+        N, M, _ = batch.story.shape
+        if N * (M + 1) * self.emb.shape[1] * (2 if self.cfg.encoding == "pe" else 1) * 4 * self.seeds > 2 ** 29:
+            return batch
+        return dataclasses.replace(batch, bags=self.bags(batch))
 
     def forward(self, batch: Batch) -> Result:
         plain = batch.story.dim() == 3
         if plain:  # the same questions for every seed
             batch = batch.index(None)  # fields (1, B, ...)
-        cfg, S, K, d = self.cfg, self.seeds, self.cfg.hops, self.cfg.dim
-        s, B, M, J = batch.story.shape
-        L = max(J, batch.query.shape[-1])
+        cfg, S, K = self.cfg, self.seeds, self.cfg.hops
+        bags = self.bags(batch) if batch.bags is None else batch.bags  # (s, B, M+1, C*V)
+        penalty = self.log_penalty.exp() if cfg.masking == "soft" else None  # (S,)
+        keep_scores = self.attention_supervision > 0
+        hop_logits, states, attention, scores, allowed = _Reader.apply(
+            self.emb, getattr(self, "temporal", None), getattr(self, "H", None), penalty,
+            bags, batch.time, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
+        B = hop_logits.shape[1]
 
-        # every sentence and the question (as slot M) through one matrix product with all tables:
-        # [bag_a, bag_c] @ [A; e * A] = Σ_j (a_j + e_k c_j) A x_j, the position-encoded sum
-        words = torch.cat([F.pad(batch.story, (0, L - J)), F.pad(batch.query, (0, L - batch.query.shape[-1]))[:, :, None]], 2)  # (s, B, M+1, L)
-        bag = self._bags(words)  # (s, B, M+1, C, V)
-        table = torch.cat([self.emb, self.emb * self.e_tables], 1) if cfg.encoding == "pe" else self.emb  # (S, C*V, tables*d)
-        x = torch.matmul(bag.view(s, B * (M + 1), -1), table).view(S, B, M + 1, -1)  # (S, B, M+1, tables*d)
-        memory, question = x.split([M, 1], dim=2)  # (S, B, M, tables*d), (S, B, 1, tables*d)
-        if cfg.temporal:
-            # T(i) of seed s is row s*T + i of the seeds' stacked tables: an embedding lookup,
-            # whose backward is cheap (a gather's is a slow scatter)
-            time = batch.time.clamp(max=self.memory_size - 1).expand(S, B, M)  # (S, B, M)
-            rows = time + torch.arange(S, device=x.device)[:, None, None] * self.memory_size  # (S, B, M)
-            memory = memory + F.embedding(rows, self.temporal.view(S * self.memory_size, -1))  # (S, B, M, tables*d) + T(i)
-        tables = memory.reshape(S, B, M, self.n_tables, d).unbind(3)  # n_tables x (S, B, M, d)
-        u = question.reshape(S, B, self.n_tables, d)[:, :, 0]  # (S, B, d) u^1 = B q
-        W = torch.matmul(self.answer_bag, self.emb.view(S, -1, self.n_tables, d)[:, :, -1])  # (S, A, d) W = rows of C^K
-
-        real = torch.arange(M, device=x.device) < batch.length[..., None]  # (s, B, M)
-        allowed = real.expand(S, B, M)  # (S, B, M) memories hop k may attend to
-        visited = torch.zeros(S, B, M, dtype=torch.bool, device=x.device)  # chosen by earlier hops
-        attention, scores, allowed_k, states = [], [], [], []
-        allowed_f = None
-        for k in range(K):
-            m, c = tables[self._table(k, "A")], tables[self._table(k, "C")]  # (S, B, M, d) m_i, c_i
-            score = (m * u[:, :, None]).sum(-1)  # (S, B, M) u^k · m_i
-            if cfg.masking == "hard":
-                allowed = real & ~visited
-            elif cfg.masking == "soft":
-                score = score - self.log_penalty.exp()[:, None, None] * visited
-            score = score.masked_fill(~allowed, -1e30)  # exp() of it is exactly 0
-            if allowed_f is None or cfg.masking == "hard":
-                allowed_f = allowed.float()  # (S, B, M)
-            p = (score if self.linear else score.softmax(-1)) * allowed_f  # (S, B, M) p_i; rows with nothing allowed: 0
-            o = (p[..., None] * c).sum(2)  # (S, B, d) o = Σ_i p_i c_i
-            u = (torch.matmul(self.H[:, None], u[..., None])[..., 0] if cfg.tying == "layerwise" else u) + o  # u^{k+1}
-            if cfg.masking != "off":
-                visited = visited.scatter(-1, p.argmax(-1, keepdim=True), True) & real
-            attention.append(p)
-            states.append(u)
-            if self.attention_supervision > 0:
-                scores.append(score)
-                allowed_k.append(allowed)
-        attention = torch.stack(attention, 2)  # (S, B, K, M)
-        states = torch.stack(states, 2)  # (S, B, K, d) u^2 .. u^{K+1}
-        hop_logits = torch.matmul(states.view(S, B * K, d), W.transpose(1, 2)).view(S, B, K, -1)  # (S, B, K, A) â_k
-
-        arange_k = torch.arange(K, device=x.device)  # (K,)
+        arange_k = torch.arange(K, device=hop_logits.device)  # (K,)
         if cfg.stopping:
             h_raw = torch.sigmoid(torch.matmul(states, self.halt_w[:, None, :, None])[..., 0] + self.halt_b[:, None, None])  # (S, B, K) h_k
             h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (S, B, K) h_K = 1
@@ -193,20 +165,20 @@ class MemN2N(nn.Module):
             logits = hop_logits.gather(2, (hops_used - 1)[..., None, None].expand(S, B, 1, hop_logits.shape[-1]))[:, :, 0]  # (S, B, A)
         else:
             halt_probs = (arange_k == K - 1).float().expand(S, B, K)  # (S, B, K)
-            hops_used = torch.full((S, B), K, device=x.device)  # (S, B)
-            halted = torch.zeros(S, B, dtype=torch.bool, device=x.device)  # (S, B)
+            hops_used = torch.full((S, B), K, device=hop_logits.device)  # (S, B)
+            halted = torch.zeros(S, B, dtype=torch.bool, device=hop_logits.device)  # (S, B)
             logits = hop_logits[:, :, -1]  # (S, B, A)
 
         loss = None
         if self.training or bool((batch.answer >= 0).any()):  # training batches always have answers
-            loss = self._loss(batch, logits, hop_logits, halt_probs, scores, allowed_k)
+            loss = self._loss(batch, logits, hop_logits, halt_probs, scores, allowed)
         result = Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
         if plain and S == 1:
             result = Result(*(t if t is None or t.dim() == 0 else t[0] for t in result))
         return result
 
-    def _loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: list[Tensor],
-              allowed: list[Tensor]) -> Tensor:
+    def _loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor | None,
+              allowed: Tensor | None) -> Tensor:
         S, B, K, A = hop_logits.shape
         answer = batch.answer.expand(S, B)  # (S, B)
         if self.cfg.stopping:  # expected loss over the halting distribution, and a cost per extra hop
@@ -218,8 +190,7 @@ class MemN2N(nn.Module):
             # summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects
             loss = F.cross_entropy(logits.reshape(-1, A), answer.reshape(-1), ignore_index=-1, reduction="sum")
         if self.attention_supervision > 0:
-            loss = loss + self.attention_supervision * self._supervision(batch, halt_probs, torch.stack(scores, 2),
-                                                                         torch.stack(allowed, 2))
+            loss = loss + self.attention_supervision * self._supervision(batch, halt_probs, scores, allowed)
         return loss
 
     def _supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
@@ -236,6 +207,127 @@ class MemN2N(nn.Module):
             want = (batch.n_support.expand(S, B).clamp(1, K) - 1)[..., None]  # (S, B, 1) hops the facts need
             loss = loss - halt_probs.gather(-1, want).clamp(min=1e-8).log().sum()
         return loss
+
+
+class _Reader(torch.autograd.Function):
+    """Bags of words to per-hop answer logits, with a hand-written backward.
+
+    A training step of this small model is bound by per-operation overhead, not arithmetic:
+    autograd's ~150 small nodes (and ~270 dispatched operations) cost more than the numbers
+    they move. Here the forward saves what the backward needs and the backward is ~50 tensor
+    operations. Inside, the batch is the last (contiguous) dimension and every tensor keeps
+    its singleton dimensions, so the per-hop broadcasts and sums over d and M vectorise along
+    B without reshapes; the outputs are permuted views in the Result layout.
+
+        x_t (S, d, M, B)   table t's memories: m_i = A^k x_i + T_A(i) and c_i likewise
+        u   (S, d, 1, B)   the controller state u^k
+        p   (S, 1, M, B)   one hop's attention
+
+    Temporal encoding T(i) is one more "word" of each memory, its age as a one-hot column of
+    the bag: the same matrix product embeds it and the same backward product learns it.
+    """
+
+    @staticmethod
+    def forward(ctx, emb: Tensor, temporal: Tensor | None, H: Tensor | None, penalty: Tensor | None,
+                bags: Tensor, time: Tensor, length: Tensor, net: MemN2N, keep_scores: bool):
+        ctx.set_materialize_grads(False)
+        cfg, K, d = net.cfg, net.cfg.hops, net.cfg.dim
+        S, V, _ = emb.shape
+        s, B, M1, CV = bags.shape
+        M = M1 - 1
+        rows = [emb, emb * net.e_tables] if cfg.encoding == "pe" else [emb]  # [A; e * A] (see the module docstring)
+        bag = bags[:, :, 1:].transpose(1, 2)  # (s, M, B, CV)
+        ages = 0
+        if temporal is not None:  # only the ages this batch holds: the product's cost grows with the bag's width
+            time = time.clamp(max=net.memory_size - 1).transpose(1, 2)  # (s, M, B)
+            ages = int(time.max()) + 1
+            rows.append(temporal[:, :ages])
+            bag = torch.cat([bag, bag.new_zeros(s, M, B, ages)], -1).scatter_(-1, time[..., None] + CV, 1.0)  # (s, M, B, CV + ages)
+        table = torch.cat(rows, 1) if len(rows) > 1 else emb  # (S, CV + ages, tables*d)
+        bag = bag.reshape(s, M * B, -1).expand(S, -1, -1)  # (S, M*B, CV + ages)
+        x = torch.bmm(table.transpose(1, 2), bag.transpose(1, 2)).view(S, net.n_tables, d, M, B).unbind(1)
+        question = bags[:, :, 0].expand(S, -1, -1)  # (S, B, CV)
+        u = torch.bmm(table[:, :CV, :d].transpose(1, 2), question.transpose(1, 2)).view(S, d, 1, B)  # u^1 = B q
+        W = torch.bmm(net.answer_bag.expand(S, -1, -1), emb[:, :, -d:])  # (S, A, d) W = rows of C^K
+
+        real = torch.arange(M, device=emb.device)[:, None] < length.view(s, 1, 1, B)  # (s, 1, M, B)
+        blocked = ~real  # memories this hop may not attend to
+        visited = torch.zeros(S, 1, M, B, dtype=torch.bool, device=emb.device)  # chosen by earlier hops
+        us, ps, blocks, visits, scores = [], [], [], [], []
+        for k in range(K):
+            m, c = x[net._table(k, "A")], x[net._table(k, "C")]  # (S, d, M, B) m_i, c_i
+            score = (m * u).sum(1, keepdim=True)  # (S, 1, M, B) u^k · m_i
+            if cfg.masking == "hard":
+                blocked = ~real | visited
+            elif cfg.masking == "soft":
+                score = score - penalty.view(S, 1, 1, 1) * visited
+            score = score.masked_fill(blocked, -1e30)  # exp() of it is exactly 0
+            p = (score if net.linear else score.softmax(2)).masked_fill(blocked, 0.0)  # (S, 1, M, B) p_i; nothing allowed: 0
+            us.append(u), ps.append(p), blocks.append(blocked), visits.append(visited), scores.append(score)
+            o = (c * p).sum(2, keepdim=True)  # (S, d, 1, B) o = Σ_i p_i c_i
+            u = (torch.bmm(H, u.view(S, d, B)).view(S, d, 1, B) if H is not None else u) + o  # u^{k+1}
+            if cfg.masking != "off":
+                visited = visited.scatter(2, p.argmax(2, keepdim=True), True) & real
+        states = torch.cat(us[1:] + [u], 2)  # (S, d, K, B) u^2 .. u^{K+1}
+        hop_logits = torch.bmm(W, states.view(S, d, K * B)).view(S, -1, K, B)  # (S, A, K, B) â_k
+        attention = torch.cat(ps, 1).permute(0, 3, 1, 2)  # (S, B, K, M)
+        ctx.mark_non_differentiable(attention)
+        ctx.net, ctx.linear, ctx.sizes = net, net.linear, (V, CV, ages)
+        ctx.saved = (x, W, states, bag, question, H, penalty, us, ps, blocks, visits)
+        score_out = torch.cat(scores, 1).permute(0, 3, 1, 2) if keep_scores else None  # (S, B, K, M)
+        allowed = ~torch.cat(blocks, 1).expand(S, K, M, B).permute(0, 3, 1, 2) if keep_scores else None
+        return hop_logits.permute(0, 3, 2, 1), states.permute(0, 3, 2, 1), attention, score_out, allowed
+
+    @staticmethod
+    def backward(ctx, g_logits: Tensor | None, g_states: Tensor | None, _attention, g_scores: Tensor | None, _allowed):
+        net, (V, CV, ages) = ctx.net, ctx.sizes
+        x, W, states, bag, question, H, penalty, us, ps, blocks, visits = ctx.saved
+        S, d, K, B = states.shape
+        M = x[0].shape[2]
+        g_st = torch.zeros_like(states)  # (S, d, K, B) ∂u^{k+1} from the outputs
+        if g_logits is not None:
+            g_logits = g_logits.permute(0, 3, 2, 1).reshape(S, -1, K * B)  # (S, A, K*B)
+            g_W = torch.bmm(g_logits, states.view(S, d, K * B).transpose(1, 2))  # (S, A, d)
+            g_st = torch.bmm(W.transpose(1, 2), g_logits).view(S, d, K, B)
+        if g_states is not None:
+            g_st = g_st + g_states.permute(0, 3, 2, 1)
+        g_st = g_st.split(1, 2)  # K x (S, d, 1, B)
+        g_x = torch.zeros(S, net.n_tables, d, M, B, dtype=states.dtype, device=states.device)
+        g_xt = g_x.unbind(1)  # tables x (S, d, M, B)
+        g_u = torch.zeros_like(us[0])  # (S, d, 1, B)
+        g_H = torch.zeros_like(H) if H is not None else None
+        g_penalty = torch.zeros_like(penalty) if penalty is not None else None
+        for k in reversed(range(K)):
+            g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
+            a, c, p, u = net._table(k, "A"), net._table(k, "C"), ps[k], us[k]
+            g_xt[c].addcmul_(p, g_u)  # ∂c_i = p_i ∂o
+            g_p = (x[c] * g_u).sum(1, keepdim=True)  # (S, 1, M, B) ∂p_i = c_i · ∂o
+            if ctx.linear:
+                g_score = g_p.masked_fill(blocks[k], 0.0)
+            else:  # softmax backward; blocked memories have p_i = 0 and get nothing
+                g_score = p * (g_p - (p * g_p).sum(2, keepdim=True))  # (S, 1, M, B)
+            if g_scores is not None:
+                g_score = g_score + g_scores[:, :, k].transpose(1, 2)[:, None].masked_fill(blocks[k], 0.0)
+            if penalty is not None:
+                g_penalty -= (g_score * visits[k]).sum((1, 2, 3))
+            g_xt[a].addcmul_(g_score, u)  # ∂m_i = ∂score_i u^k
+            if H is not None:
+                g_H += torch.bmm(g_u.view(S, d, B), u.view(S, d, B).transpose(1, 2))  # (S, d, d)
+                g_u = torch.bmm(H.transpose(1, 2), g_u.view(S, d, B)).view(S, d, 1, B)
+            g_u = g_u + (x[a] * g_score).sum(2, keepdim=True)  # (S, d, 1, B) ∂u^k
+        # x = table^T bag^T and u^1 = B q: both products' backward
+        g_table = torch.bmm(g_x.view(S, -1, M * B), bag)  # (S, tables*d, CV + ages)
+        g_table[:, :d, :CV] += torch.bmm(g_u.view(S, d, B), question)  # (S, d, CV) u^1 reads table 0
+        g_emb = g_table[:, :, :V]
+        if net.cfg.encoding == "pe":
+            g_emb = g_emb + net.e_tables[:, None] * g_table[:, :, V:CV]
+        g_emb = g_emb.transpose(1, 2).contiguous()  # (S, V, tables*d)
+        if g_logits is not None:
+            g_emb[:, :, -d:] += torch.bmm(net.answer_bag.t().expand(S, -1, -1), g_W)  # W = answer_bag C^K
+        g_temporal = None
+        if ages:  # ages the batch did not hold get nothing
+            g_temporal = F.pad(g_table[:, :, CV:].transpose(1, 2), (0, 0, 0, net.memory_size - ages))  # (S, T, tables*d)
+        return g_emb, g_temporal, g_H, g_penalty, None, None, None, None, None
 
 
 def build_model(cfg: ModelConfig, vocab_size: int, n_answers: int, *, answer_words: list[list[int]],

@@ -80,9 +80,12 @@ def encode_tasks(samples_by_task: dict, vocab: Vocab, memory_size: int) -> Batch
 
 
 @torch.no_grad()
-def predict(model: torch.nn.Module, batch: Batch, chunk: int = 4096) -> Result:
-    """The model's result on a whole batch, in eval mode, in chunks; rows stay in order."""
+def predict(model: torch.nn.Module, batch: Batch, chunk: int | None = None) -> Result:
+    """The model's result on a whole batch, in eval mode, in chunks of `chunk` questions
+    (default: about 2**18 memories over all seeds, a few hundred MB of activations); rows stay in order."""
     was_training = model.training
+    if chunk is None:
+        chunk = max(1, 2 ** 18 // (getattr(model, "seeds", 1) * batch.story.shape[-2]))
     model.eval()
     try:
         parts = [model(batch.index(slice(i, i + chunk))) for i in range(0, len(batch), chunk)]
@@ -159,11 +162,16 @@ def _random_noise_time(n: int, m: int, share: float, generator: torch.Generator)
     return torch.arange(m) + blanks.cumsum(1)  # (n, m)
 
 
-def _clip_per_seed(params: list[torch.nn.Parameter], max_norm: float) -> None:
-    """Clip each seed's gradient norm on its own: seeds must not share a clipping factor."""
-    norm = torch.stack([p.grad.reshape(len(p), -1).norm(dim=1) for p in params]).norm(dim=0)  # (S,)
-    scale = (max_norm / (norm + 1e-6)).clamp(max=1.0)  # (S,)
-    torch._foreach_mul_([p.grad for p in params], [scale.view(-1, *[1] * (p.dim() - 1)) for p in params])
+@torch.no_grad()
+def _sgd_step(params: list[torch.nn.Parameter], lr: float, max_norm: float) -> None:
+    """Plain SGD with each seed's gradient norm clipped on its own (seeds must not share a
+    clipping factor); by hand, as torch.optim's bookkeeping costs more than the update."""
+    grads = [p.grad for p in params]
+    norm = torch.linalg.vector_norm(torch.cat([g.reshape(len(g), -1) for g in grads], 1), dim=1)  # (S,)
+    step = (max_norm / (norm + 1e-6)).clamp_(max=1.0).mul_(-lr)  # (S,) -lr times the clipping factor
+    for p, g in zip(params, grads):
+        p.addcmul_(g, step.view(-1, *[1] * (p.dim() - 1)))
+        p.grad = None
 
 
 def seed_state(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
@@ -208,11 +216,13 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     if data["train"] is None or data["valid"] is None:
         raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")
     device = torch.device(tc.device)
-    train_data, valid_data = data["train"].trim().to(device), data["valid"].to(device)
 
     S = tc.restarts
     model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
                         memory_size=cfg.data.memory_size, seeds=S, attention_supervision=tc.attention_supervision)
+    # a model may turn a dataset into what it reads once, not at every step (MemN2N: bags of words)
+    prepare = getattr(model, "prepare", lambda batch: batch)
+    train_data, valid_data = prepare(data["train"].trim().to(device)), prepare(data["valid"].to(device))
     generators = [torch.Generator().manual_seed(tc.seed + s) for s in range(S)]
     model.reset_parameters(generators)
     model.to(device)
@@ -289,15 +299,10 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             shuffled = train_data.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
             shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M)
             total = torch.zeros((), device=device)
-            for i in range(0, N, batch_size):
-                batch = shuffled.index((slice(None), slice(i, i + batch_size)))  # fields (S, B, ...): views
+            for batch in shuffled.split(batch_size, 1):  # fields (S, B, ...): views
                 loss = model(batch).loss
                 loss.backward()
-                _clip_per_seed(params, tc.max_grad_norm)
-                with torch.no_grad():  # plain SGD by hand: torch.optim's bookkeeping costs more than the update
-                    for p in params:
-                        p.add_(p.grad, alpha=-lr)
-                        p.grad = None
+                _sgd_step(params, lr, tc.max_grad_norm)
                 total += loss.detach()
                 step += 1
             epoch_loss = float(total) / N / S  # per question

@@ -179,3 +179,23 @@ def test_config_override_errors():
         load(None, ["model.hopz=3"])
     with pytest.raises(ConfigError, match="model.hops: expected int"):
         load(None, ["model.hops=three"])
+
+
+@pytest.mark.parametrize("kw", VARIANTS + [{"encoding": "bow", "linear": True}, {"masking": "hard", "linear": True}])
+def test_hand_written_backward_matches_finite_differences(data, kw):
+    # the model's gradient is written by hand (memnet.model._Reader): check every parameter,
+    # two seeds, through every output the loss reads (attention supervision reads the scores)
+    _, vocab, batch = data
+    kw = {"dim": 4, **kw}
+    linear = kw.pop("linear", False)
+    model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
+                        memory_size=8, seeds=2, attention_supervision=0.5).double()
+    model.linear = linear
+    batch = model.prepare(batch)
+    names = [name for name, _ in model.named_parameters()]
+
+    def loss(*params):
+        return torch.func.functional_call(model, dict(zip(names, params)), (batch,)).loss
+
+    params = tuple(p.detach().requires_grad_() for p in model.parameters())
+    assert torch.autograd.gradcheck(loss, params, fast_mode=True)  # random directions: seconds, not minutes
