@@ -116,9 +116,11 @@ class MemN2N(nn.Module):
         return 1 if role == "A" else 2
 
     def bags(self, batch: Batch) -> Tensor:
-        """Weighted bags of words of the question (slot 0) and the memories (slots 1..M):
-        (..., M+1, C*V). Channel 0 holds a_j = 1 - j/J, channel 1 c_j = 2j/J - 1 (bag of words:
-        channel 0 only, weight 1)."""
+        """What the model reads of each sentence, as rows of one matrix product with the tables:
+        (..., M+1, C*V + ages), slot 0 the question, slots 1..M the memories. Columns: the words
+        weighted by a_j = 1 - j/J (channel 0) and c_j = 2j/J - 1 (channel 1; bag of words:
+        channel 0 only, weight 1), then a memory's age i one-hot (temporal encoding as one more
+        word), up to the oldest age the batch holds."""
         L = max(batch.story.shape[-1], batch.query.shape[-1])
         words = torch.cat([F.pad(batch.query, (0, L - batch.query.shape[-1]))[..., None, :],
                            F.pad(batch.story, (0, L - batch.story.shape[-1]))], -2)  # (..., M+1, L)
@@ -129,13 +131,20 @@ class MemN2N(nn.Module):
         else:
             weights = real[..., None, :].to(self.emb.dtype)  # (..., M+1, 1, L)
         bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=self.emb.dtype)
-        return bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights).flatten(-2)  # (..., M+1, C*V)
+        bag = bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights).flatten(-2)  # (..., M+1, C*V)
+        if not self.cfg.temporal:
+            return bag
+        time = batch.time.clamp(max=self.memory_size - 1)  # (..., M)
+        age = bag.new_zeros(*bag.shape[:-1], int(time.max()) + 1 if time.numel() else 1)  # (..., M+1, ages)
+        age[..., 1:, :].scatter_(-1, time[..., None], 1.0)
+        return torch.cat([bag, age], -1)
 
     def prepare(self, batch: Batch) -> Batch:
-        """The batch with its bags of words (see `bags`) computed once, for a dataset that many
-        steps index; unchanged where a copy per seed (the trainer shuffles one) would pass 512 MB."""
-        N, M, _ = batch.story.shape
-        if N * (M + 1) * self.emb.shape[1] * (2 if self.cfg.encoding == "pe" else 1) * 4 * self.seeds > 2 ** 29:
+        """The batch with its bags (see `bags`) computed at once, for data that many steps
+        index; unchanged where they would take more than 512 MB (the model then computes them
+        at every step)."""
+        width = self.emb.shape[1] * (2 if self.cfg.encoding == "pe" else 1) + (self.memory_size if self.cfg.temporal else 0)
+        if batch.story[..., 0].numel() * width * 4 > 2 ** 29:
             return batch
         return dataclasses.replace(batch, bags=self.bags(batch))
 
@@ -144,12 +153,12 @@ class MemN2N(nn.Module):
         if plain:  # the same questions for every seed
             batch = batch.index(None)  # fields (1, B, ...)
         cfg, S, K = self.cfg, self.seeds, self.cfg.hops
-        bags = self.bags(batch) if batch.bags is None else batch.bags  # (s, B, M+1, C*V)
+        bags = self.bags(batch) if batch.bags is None else batch.bags  # (s, B, M+1, C*V + ages)
         penalty = self.log_penalty.exp() if cfg.masking == "soft" else None  # (S,)
         keep_scores = self.attention_supervision > 0
         hop_logits, states, attention, scores, allowed = _Reader.apply(
             self.emb, getattr(self, "temporal", None), getattr(self, "H", None), penalty,
-            bags, batch.time, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
+            bags, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
         B = hop_logits.shape[1]
 
         arange_k = torch.arange(K, device=hop_logits.device)  # (K,)
@@ -210,7 +219,7 @@ class MemN2N(nn.Module):
 
 
 class _Reader(torch.autograd.Function):
-    """Bags of words to per-hop answer logits, with a hand-written backward.
+    """Bags (see MemN2N.bags) to per-hop answer logits, with a hand-written backward.
 
     A training step of this small model is bound by per-operation overhead, not arithmetic:
     autograd's ~150 small nodes (and ~270 dispatched operations) cost more than the numbers
@@ -219,50 +228,43 @@ class _Reader(torch.autograd.Function):
     its singleton dimensions, so the per-hop broadcasts and sums over d and M vectorise along
     B without reshapes; the outputs are permuted views in the Result layout.
 
-        x_t (S, d, M, B)   table t's memories: m_i = A^k x_i + T_A(i) and c_i likewise
-        u   (S, d, 1, B)   the controller state u^k
-        p   (S, 1, M, B)   one hop's attention
-
-    Temporal encoding T(i) is one more "word" of each memory, its age as a one-hot column of
-    the bag: the same matrix product embeds it and the same backward product learns it.
+        x_t (S, d, M+1, B)   table t applied to every slot: slot 0 the question (u^1 = B q
+                             from table 0), slots 1..M m_i = A^k x_i + T_A(i), c_i likewise
+        u   (S, d, 1, B)     the controller state u^k
+        p   (S, 1, M+1, B)   one hop's attention (slot 0, the question, always gets 0)
     """
 
     @staticmethod
     def forward(ctx, emb: Tensor, temporal: Tensor | None, H: Tensor | None, penalty: Tensor | None,
-                bags: Tensor, time: Tensor, length: Tensor, net: MemN2N, keep_scores: bool):
+                bags: Tensor, length: Tensor, net: MemN2N, keep_scores: bool):
         ctx.set_materialize_grads(False)
         cfg, K, d = net.cfg, net.cfg.hops, net.cfg.dim
         S, V, _ = emb.shape
-        s, B, M1, CV = bags.shape
-        M = M1 - 1
+        s, B, M1, _ = bags.shape
         rows = [emb, emb * net.e_tables] if cfg.encoding == "pe" else [emb]  # [A; e * A] (see the module docstring)
-        bag = bags[:, :, 1:].transpose(1, 2)  # (s, M, B, CV)
-        ages = 0
-        if temporal is not None:  # only the ages this batch holds: the product's cost grows with the bag's width
-            time = time.clamp(max=net.memory_size - 1).transpose(1, 2)  # (s, M, B)
-            ages = int(time.max()) + 1
-            rows.append(temporal[:, :ages])
-            bag = torch.cat([bag, bag.new_zeros(s, M, B, ages)], -1).scatter_(-1, time[..., None] + CV, 1.0)  # (s, M, B, CV + ages)
-        table = torch.cat(rows, 1) if len(rows) > 1 else emb  # (S, CV + ages, tables*d)
-        bag = bag.reshape(s, M * B, -1).expand(S, -1, -1)  # (S, M*B, CV + ages)
-        x = torch.bmm(table.transpose(1, 2), bag.transpose(1, 2)).view(S, net.n_tables, d, M, B).unbind(1)
-        question = bags[:, :, 0].expand(S, -1, -1)  # (S, B, CV)
-        u = torch.bmm(table[:, :CV, :d].transpose(1, 2), question.transpose(1, 2)).view(S, d, 1, B)  # u^1 = B q
+        CV = V * len(rows)
+        if temporal is not None:
+            rows.append(temporal[:, :bags.shape[-1] - CV])  # the ages the bags hold
+        table = torch.cat(rows, 1) if len(rows) > 1 else emb  # (S, C*V + ages, tables*d)
+        bag = bags.transpose(1, 2).reshape(s, M1 * B, -1).expand(S, -1, -1)  # (S, (M+1)*B, C*V + ages)
+        x = torch.bmm(table.transpose(1, 2), bag.transpose(1, 2)).view(S, net.n_tables, d, M1, B).unbind(1)
+        u = x[0][:, :, :1]  # (S, d, 1, B) u^1 = B q
         W = torch.bmm(net.answer_bag.expand(S, -1, -1), emb[:, :, -d:])  # (S, A, d) W = rows of C^K
 
-        real = torch.arange(M, device=emb.device)[:, None] < length.view(s, 1, 1, B)  # (s, 1, M, B)
-        blocked = ~real  # memories this hop may not attend to
-        visited = torch.zeros(S, 1, M, B, dtype=torch.bool, device=emb.device)  # chosen by earlier hops
+        slot = torch.arange(M1, device=emb.device)[:, None]  # (M+1, 1)
+        real = (slot > 0) & (slot <= length.view(s, 1, 1, B))  # (s, 1, M+1, B) memories 1..length
+        blocked = ~real  # slots this hop may not attend to
+        visited = torch.zeros(S, 1, M1, B, dtype=torch.bool, device=emb.device)  # chosen by earlier hops
         us, ps, blocks, visits, scores = [], [], [], [], []
         for k in range(K):
-            m, c = x[net._table(k, "A")], x[net._table(k, "C")]  # (S, d, M, B) m_i, c_i
-            score = (m * u).sum(1, keepdim=True)  # (S, 1, M, B) u^k · m_i
+            m, c = x[net._table(k, "A")], x[net._table(k, "C")]  # (S, d, M+1, B) m_i, c_i
+            score = (m * u).sum(1, keepdim=True)  # (S, 1, M+1, B) u^k · m_i
             if cfg.masking == "hard":
                 blocked = ~real | visited
             elif cfg.masking == "soft":
                 score = score - penalty.view(S, 1, 1, 1) * visited
             score = score.masked_fill(blocked, -1e30)  # exp() of it is exactly 0
-            p = (score if net.linear else score.softmax(2)).masked_fill(blocked, 0.0)  # (S, 1, M, B) p_i; nothing allowed: 0
+            p = (score if net.linear else score.softmax(2)).masked_fill(blocked, 0.0)  # (S, 1, M+1, B) p_i; nothing allowed: 0
             us.append(u), ps.append(p), blocks.append(blocked), visits.append(visited), scores.append(score)
             o = (c * p).sum(2, keepdim=True)  # (S, d, 1, B) o = Σ_i p_i c_i
             u = (torch.bmm(H, u.view(S, d, B)).view(S, d, 1, B) if H is not None else u) + o  # u^{k+1}
@@ -270,20 +272,20 @@ class _Reader(torch.autograd.Function):
                 visited = visited.scatter(2, p.argmax(2, keepdim=True), True) & real
         states = torch.cat(us[1:] + [u], 2)  # (S, d, K, B) u^2 .. u^{K+1}
         hop_logits = torch.bmm(W, states.view(S, d, K * B)).view(S, -1, K, B)  # (S, A, K, B) â_k
-        attention = torch.cat(ps, 1).permute(0, 3, 1, 2)  # (S, B, K, M)
+        attention = torch.cat(ps, 1)[:, :, 1:].permute(0, 3, 1, 2)  # (S, B, K, M)
         ctx.mark_non_differentiable(attention)
-        ctx.net, ctx.linear, ctx.sizes = net, net.linear, (V, CV, ages)
-        ctx.saved = (x, W, states, bag, question, H, penalty, us, ps, blocks, visits)
-        score_out = torch.cat(scores, 1).permute(0, 3, 1, 2) if keep_scores else None  # (S, B, K, M)
-        allowed = ~torch.cat(blocks, 1).expand(S, K, M, B).permute(0, 3, 1, 2) if keep_scores else None
+        ctx.net, ctx.linear, ctx.CV = net, net.linear, CV
+        ctx.saved = (x, W, states, bag, H, penalty, us, ps, blocks, visits)
+        score_out = torch.cat(scores, 1)[:, :, 1:].permute(0, 3, 1, 2) if keep_scores else None  # (S, B, K, M)
+        allowed = ~torch.cat(blocks, 1)[:, :, 1:].expand(S, -1, -1, -1).permute(0, 3, 1, 2) if keep_scores else None
         return hop_logits.permute(0, 3, 2, 1), states.permute(0, 3, 2, 1), attention, score_out, allowed
 
     @staticmethod
     def backward(ctx, g_logits: Tensor | None, g_states: Tensor | None, _attention, g_scores: Tensor | None, _allowed):
-        net, (V, CV, ages) = ctx.net, ctx.sizes
-        x, W, states, bag, question, H, penalty, us, ps, blocks, visits = ctx.saved
+        net, CV = ctx.net, ctx.CV
+        x, W, states, bag, H, penalty, us, ps, blocks, visits = ctx.saved
         S, d, K, B = states.shape
-        M = x[0].shape[2]
+        M1 = x[0].shape[2]
         g_st = torch.zeros_like(states)  # (S, d, K, B) ∂u^{k+1} from the outputs
         if g_logits is not None:
             g_logits = g_logits.permute(0, 3, 2, 1).reshape(S, -1, K * B)  # (S, A, K*B)
@@ -292,22 +294,25 @@ class _Reader(torch.autograd.Function):
         if g_states is not None:
             g_st = g_st + g_states.permute(0, 3, 2, 1)
         g_st = g_st.split(1, 2)  # K x (S, d, 1, B)
-        g_x = torch.zeros(S, net.n_tables, d, M, B, dtype=states.dtype, device=states.device)
-        g_xt = g_x.unbind(1)  # tables x (S, d, M, B)
-        g_u = torch.zeros_like(us[0])  # (S, d, 1, B)
+        if g_scores is not None:  # (S, 1, M+1, B) per hop; slot 0 is the question's
+            g_scores = F.pad(g_scores.permute(0, 2, 3, 1), (0, 0, 1, 0)).split(1, 1)
+        g_x = torch.zeros(S, net.n_tables, d, M1, B, dtype=states.dtype, device=states.device)
+        g_xt = g_x.unbind(1)  # tables x (S, d, M+1, B)
         g_H = torch.zeros_like(H) if H is not None else None
         g_penalty = torch.zeros_like(penalty) if penalty is not None else None
+        g_u = g_st[K - 1]
         for k in reversed(range(K)):
-            g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
+            if k < K - 1:
+                g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
             a, c, p, u = net._table(k, "A"), net._table(k, "C"), ps[k], us[k]
             g_xt[c].addcmul_(p, g_u)  # ∂c_i = p_i ∂o
-            g_p = (x[c] * g_u).sum(1, keepdim=True)  # (S, 1, M, B) ∂p_i = c_i · ∂o
+            g_p = (x[c] * g_u).sum(1, keepdim=True)  # (S, 1, M+1, B) ∂p_i = c_i · ∂o
             if ctx.linear:
                 g_score = g_p.masked_fill(blocks[k], 0.0)
-            else:  # softmax backward; blocked memories have p_i = 0 and get nothing
-                g_score = p * (g_p - (p * g_p).sum(2, keepdim=True))  # (S, 1, M, B)
+            else:  # blocked slots have p_i = 0 and get nothing
+                g_score = torch._softmax_backward_data(g_p, p, 2, p.dtype)  # p_i (∂p_i - Σ_j p_j ∂p_j)
             if g_scores is not None:
-                g_score = g_score + g_scores[:, :, k].transpose(1, 2)[:, None].masked_fill(blocks[k], 0.0)
+                g_score = g_score + g_scores[k].masked_fill(blocks[k], 0.0)
             if penalty is not None:
                 g_penalty -= (g_score * visits[k]).sum((1, 2, 3))
             g_xt[a].addcmul_(g_score, u)  # ∂m_i = ∂score_i u^k
@@ -315,9 +320,9 @@ class _Reader(torch.autograd.Function):
                 g_H += torch.bmm(g_u.view(S, d, B), u.view(S, d, B).transpose(1, 2))  # (S, d, d)
                 g_u = torch.bmm(H.transpose(1, 2), g_u.view(S, d, B)).view(S, d, 1, B)
             g_u = g_u + (x[a] * g_score).sum(2, keepdim=True)  # (S, d, 1, B) ∂u^k
-        # x = table^T bag^T and u^1 = B q: both products' backward
-        g_table = torch.bmm(g_x.view(S, -1, M * B), bag)  # (S, tables*d, CV + ages)
-        g_table[:, :d, :CV] += torch.bmm(g_u.view(S, d, B), question)  # (S, d, CV) u^1 reads table 0
+        g_xt[0][:, :, :1] += g_u  # u^1 = B q, slot 0 of table 0
+        g_table = torch.bmm(g_x.view(S, -1, M1 * B), bag)  # (S, tables*d, C*V + ages) x = table^T bag^T
+        V = net.emb.shape[1]
         g_emb = g_table[:, :, :V]
         if net.cfg.encoding == "pe":
             g_emb = g_emb + net.e_tables[:, None] * g_table[:, :, V:CV]
@@ -325,9 +330,9 @@ class _Reader(torch.autograd.Function):
         if g_logits is not None:
             g_emb[:, :, -d:] += torch.bmm(net.answer_bag.t().expand(S, -1, -1), g_W)  # W = answer_bag C^K
         g_temporal = None
-        if ages:  # ages the batch did not hold get nothing
-            g_temporal = F.pad(g_table[:, :, CV:].transpose(1, 2), (0, 0, 0, net.memory_size - ages))  # (S, T, tables*d)
-        return g_emb, g_temporal, g_H, g_penalty, None, None, None, None, None
+        if net.cfg.temporal:  # ages the bags did not hold get nothing
+            g_temporal = F.pad(g_table[:, :, CV:].transpose(1, 2), (0, 0, 0, net.memory_size - (g_table.shape[2] - CV)))
+        return g_emb, g_temporal, g_H, g_penalty, None, None, None, None
 
 
 def build_model(cfg: ModelConfig, vocab_size: int, n_answers: int, *, answer_words: list[list[int]],
