@@ -95,6 +95,7 @@ class MemN2N(nn.Module):
         # a_j = 1 - j/J and c_j = 2j/J - 1 as base + slope * (j/J)
         self.register_buffer("pe_base", torch.tensor([[1.0], [-1.0]]), persistent=False)  # (2, 1)
         self.register_buffer("pe_slope", torch.tensor([[-1.0], [2.0]]), persistent=False)  # (2, 1)
+        self.register_buffer("last_hop", (torch.arange(K) == K - 1).float(), persistent=False)  # (K,) π without stopping
         self.reset_parameters([torch.Generator().manual_seed(s) for s in range(S)])
 
     def reset_parameters(self, generators: list[torch.Generator]) -> None:
@@ -161,8 +162,8 @@ class MemN2N(nn.Module):
             bags, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
         B = hop_logits.shape[1]
 
-        arange_k = torch.arange(K, device=hop_logits.device)  # (K,)
         if cfg.stopping:
+            arange_k = torch.arange(K, device=hop_logits.device)  # (K,)
             h_raw = torch.sigmoid(torch.matmul(states, self.halt_w[:, None, :, None])[..., 0] + self.halt_b[:, None, None])  # (S, B, K) h_k
             h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (S, B, K) h_K = 1
             go_on = torch.cumprod(torch.cat([torch.ones_like(h[..., :1]), 1 - h[..., :-1]], -1), -1)  # (S, B, K) Π_{j<k}(1-h_j)
@@ -173,7 +174,7 @@ class MemN2N(nn.Module):
             attention = attention * (arange_k < hops_used[..., None])[..., None]  # hops not taken: zeros
             logits = hop_logits.gather(2, (hops_used - 1)[..., None, None].expand(S, B, 1, hop_logits.shape[-1]))[:, :, 0]  # (S, B, A)
         else:
-            halt_probs = (arange_k == K - 1).float().expand(S, B, K)  # (S, B, K)
+            halt_probs = self.last_hop.expand(S, B, K)  # (S, B, K)
             hops_used = torch.full((S, B), K, device=hop_logits.device)  # (S, B)
             halted = torch.zeros(S, B, dtype=torch.bool, device=hop_logits.device)  # (S, B)
             logits = hop_logits[:, :, -1]  # (S, B, A)
@@ -296,8 +297,17 @@ class _Reader(torch.autograd.Function):
         g_st = g_st.split(1, 2)  # K x (S, d, 1, B)
         if g_scores is not None:  # (S, 1, M+1, B) per hop; slot 0 is the question's
             g_scores = F.pad(g_scores.permute(0, 2, 3, 1), (0, 0, 1, 0)).split(1, 1)
-        g_x = torch.zeros(S, net.n_tables, d, M1, B, dtype=states.dtype, device=states.device)
-        g_xt = g_x.unbind(1)  # tables x (S, d, M+1, B)
+        # ∂x: each table's first contribution is written, later ones added (no zero fill of a
+        # tensor as large as x: at 10 seeds, memory traffic is what a step costs)
+        g_x = torch.empty(S, net.n_tables, d, M1, B, dtype=states.dtype, device=states.device)
+        g_xt, written = g_x.unbind(1), set()  # tables x (S, d, M+1, B)
+
+        def add(t: int, a: Tensor, b: Tensor) -> None:
+            if t in written:
+                g_xt[t].addcmul_(a, b)
+            else:
+                torch.mul(a, b, out=g_xt[t])
+                written.add(t)
         g_H = torch.zeros_like(H) if H is not None else None
         g_penalty = torch.zeros_like(penalty) if penalty is not None else None
         g_u = g_st[K - 1]
@@ -305,7 +315,7 @@ class _Reader(torch.autograd.Function):
             if k < K - 1:
                 g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
             a, c, p, u = net._table(k, "A"), net._table(k, "C"), ps[k], us[k]
-            g_xt[c].addcmul_(p, g_u)  # ∂c_i = p_i ∂o
+            add(c, p, g_u)  # ∂c_i = p_i ∂o
             g_p = (x[c] * g_u).sum(1, keepdim=True)  # (S, 1, M+1, B) ∂p_i = c_i · ∂o
             if ctx.linear:
                 g_score = g_p.masked_fill(blocks[k], 0.0)
@@ -315,11 +325,13 @@ class _Reader(torch.autograd.Function):
                 g_score = g_score + g_scores[k].masked_fill(blocks[k], 0.0)
             if penalty is not None:
                 g_penalty -= (g_score * visits[k]).sum((1, 2, 3))
-            g_xt[a].addcmul_(g_score, u)  # ∂m_i = ∂score_i u^k
+            add(a, g_score, u)  # ∂m_i = ∂score_i u^k
             if H is not None:
                 g_H += torch.bmm(g_u.view(S, d, B), u.view(S, d, B).transpose(1, 2))  # (S, d, d)
                 g_u = torch.bmm(H.transpose(1, 2), g_u.view(S, d, B)).view(S, d, 1, B)
             g_u = g_u + (x[a] * g_score).sum(2, keepdim=True)  # (S, d, 1, B) ∂u^k
+        for t in set(range(net.n_tables)) - written:  # layer-wise tying: B and W^T read no memory
+            g_xt[t].zero_()
         g_xt[0][:, :, :1] += g_u  # u^1 = B q, slot 0 of table 0
         g_table = torch.bmm(g_x.view(S, -1, M1 * B), bag)  # (S, tables*d, C*V + ages) x = table^T bag^T
         V = net.emb.shape[1]
