@@ -252,13 +252,14 @@ def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
             text = (f"{when.capitalize()} {actor} {verb} the {place}." if rng.random() < 0.5
                     else f"{actor} {verb} the {place} {when}.")
             told[actor][time] = last_seen[actor] = t.fact(text)
-        # askable: a time whose place was visited only once in what is told, and the time before told
+        # askable: the latest told visit to a place, with the time before it told; a place
+        # visited twice is asked about at its latest visit, as the official files do
         options = {}
         for a, times in told.items():
-            places = [day[a][k] for k in times]
-            askable = [k for k in times if k - 1 in times and places.count(day[a][k]) == 1]
+            latest = {day[a][k]: k for k in sorted(times)}
+            askable = [k for k in latest.values() if k - 1 in times]
             if askable:
-                options[a] = rng.choice(askable)
+                options[a] = rng.choices(askable, askable)[0]
         if options:
             actor = _by_recency(rng, {a: last_seen[a] for a in options}, [0.46, 0.3, 0.19, 0.05])
             k = options[actor]
