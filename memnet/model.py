@@ -27,9 +27,12 @@ memnet's ideas, each a config switch:
 Speed shapes the code: a sentence embedding under position encoding is rank 2,
 Σ_j l_kj A x_j = (Σ_j a_j A x_j) + e_k (Σ_j c_j A x_j) with a_j = 1 - j/J, c_j = 2j/J - 1,
 e_k = k/d, so all memories of all hops and the question come from ONE matrix product of
-weighted bag-of-words rows with the stacked tables [A^1, C^1 = A^2, ..., C^K]; T(i) is
-gathered from a table stacked the same way. Every parameter has a leading seed dimension S,
-so restarts train side by side as one model, each seed with its own initialisation.
+weighted bag-of-words rows (built once per dataset, see MemN2N.bags) with the stacked tables
+[A^1, C^1 = A^2, ..., C^K]; T(i) is one more column of those rows (the age, one-hot) and one
+more row block of the tables. The hops and that product run in _Reader, whose backward is
+written by hand: a CPU step is bound by per-operation overhead, and autograd's small nodes
+cost more than the arithmetic. Every parameter has a leading seed dimension S, so restarts
+train side by side as one model, each seed with its own initialisation.
 """
 from __future__ import annotations
 
