@@ -37,12 +37,14 @@ class ModelConfig:
     hops: int = 3  # maximum number of hops K
     encoding: str = "pe"  # bow or pe (position encoding)
     temporal: bool = True  # temporal encoding T_A, T_C
+    temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
     init_std: float = 0.1
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
     masking: str = "off"  # visited-memory masking: off, hard or soft
+    answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
     # transformer reader
     layers: int = 2
     heads: int = 2
@@ -91,6 +93,7 @@ CHOICES = {
     "model.encoding": ("bow", "pe"),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
+    "model.answer_from": ("state", "readout"),
 }
 
 

@@ -23,6 +23,12 @@ memnet's ideas, each a config switch:
   h_k passes halt_threshold, or at K (PonderNet, Banino et al. 2021, in spirit).
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty.
+- answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone. With
+  u^{k+1} an earlier hop's read-out reaches the answer directly, so on a chain (qa16) hop 1
+  learns to read a colour instead of the fact that starts the chain. The halting unit then
+  reads o^k too.
+- temporal_zero_init: T(i) starts at zero. A random T(i) makes "the most recent colour"
+  (right half the time on qa16) the easiest thing to learn, a local optimum.
 
 Speed shapes the code: a sentence embedding under position encoding is rank 2,
 Σ_j l_kj A x_j = (Σ_j a_j A x_j) + e_k (Σ_j c_j A x_j) with a_j = 1 - j/J, c_j = 2j/J - 1,
@@ -71,6 +77,7 @@ class MemN2N(nn.Module):
         assert cfg.encoding in ("bow", "pe"), f"model.encoding: expected bow or pe, found {cfg.encoding!r}"
         assert cfg.tying in ("adjacent", "layerwise"), f"model.tying: expected adjacent or layerwise, found {cfg.tying!r}"
         assert cfg.masking in ("off", "hard", "soft"), f"model.masking: expected off, hard or soft, found {cfg.masking!r}"
+        assert cfg.answer_from in ("state", "readout"), f"model.answer_from: expected state or readout, found {cfg.answer_from!r}"
         assert len(answer_words) == n_answers
         self.cfg, self.seeds, self.memory_size = cfg, seeds, memory_size
         self.attention_supervision = attention_supervision
@@ -108,7 +115,7 @@ class MemN2N(nn.Module):
                 for s, g in enumerate(generators):
                     if name == "halt_b":  # start by taking every hop: halting must be learnt
                         p[s].fill_(-2.0)
-                    elif name == "log_penalty":
+                    elif name == "log_penalty" or (name == "temporal" and self.cfg.temporal_zero_init):
                         p[s].zero_()
                     else:
                         p[s].copy_(torch.randn(p.shape[1:], generator=g) * self.cfg.init_std)
@@ -259,7 +266,7 @@ class _Reader(torch.autograd.Function):
         real = (slot > 0) & (slot <= length.view(s, 1, 1, B))  # (s, 1, M+1, B) memories 1..length
         blocked = ~real  # slots this hop may not attend to
         visited = torch.zeros(S, 1, M1, B, dtype=torch.bool, device=emb.device)  # chosen by earlier hops
-        us, ps, blocks, visits, scores = [], [], [], [], []
+        us, outs, ps, blocks, visits, scores = [], [], [], [], [], []
         for k in range(K):
             m, c = x[net._table(k, "A")], x[net._table(k, "C")]  # (S, d, M+1, B) m_i, c_i
             score = (m * u).sum(1, keepdim=True)  # (S, 1, M+1, B) u^k · m_i
@@ -271,10 +278,11 @@ class _Reader(torch.autograd.Function):
             p = (score if net.linear else score.softmax(2)).masked_fill(blocked, 0.0)  # (S, 1, M+1, B) p_i; nothing allowed: 0
             us.append(u), ps.append(p), blocks.append(blocked), visits.append(visited), scores.append(score)
             o = (c * p).sum(2, keepdim=True)  # (S, d, 1, B) o = Σ_i p_i c_i
+            outs.append(o)
             u = (torch.bmm(H, u.view(S, d, B)).view(S, d, 1, B) if H is not None else u) + o  # u^{k+1}
             if cfg.masking != "off":
                 visited = visited.scatter(2, p.argmax(2, keepdim=True), True) & real
-        states = torch.cat(us[1:] + [u], 2)  # (S, d, K, B) u^2 .. u^{K+1}
+        states = torch.cat(outs if cfg.answer_from == "readout" else us[1:] + [u], 2)  # (S, d, K, B) u^2 .. u^{K+1}, or o^1 .. o^K
         hop_logits = torch.bmm(W, states.view(S, d, K * B)).view(S, -1, K, B)  # (S, A, K, B) â_k
         attention = torch.cat(ps, 1)[:, :, 1:].permute(0, 3, 1, 2)  # (S, B, K, M)
         ctx.mark_non_differentiable(attention)
@@ -290,7 +298,7 @@ class _Reader(torch.autograd.Function):
         x, W, states, bag, H, penalty, us, ps, blocks, visits = ctx.saved
         S, d, K, B = states.shape
         M1 = x[0].shape[2]
-        g_st = torch.zeros_like(states)  # (S, d, K, B) ∂u^{k+1} from the outputs
+        g_st = torch.zeros_like(states)  # (S, d, K, B) ∂u^{k+1} (or ∂o^k, answer_from readout) from the outputs
         if g_logits is not None:
             g_logits = g_logits.permute(0, 3, 2, 1).reshape(S, -1, K * B)  # (S, A, K*B)
             g_W = torch.bmm(g_logits, states.view(S, d, K * B).transpose(1, 2))  # (S, A, d)
@@ -313,13 +321,18 @@ class _Reader(torch.autograd.Function):
                 written.add(t)
         g_H = torch.zeros_like(H) if H is not None else None
         g_penalty = torch.zeros_like(penalty) if penalty is not None else None
-        g_u = g_st[K - 1]
+        readout = net.cfg.answer_from == "readout"  # the outputs are o^k, else u^{k+1}
+        g_u = torch.zeros_like(g_st[0]) if readout else g_st[K - 1]  # ∂u^{K+1}
         for k in reversed(range(K)):
-            if k < K - 1:
-                g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
+            if readout:
+                g_o = g_u + g_st[k]  # ∂o^k: through u^{k+1}, and from the output o^k
+            else:
+                if k < K - 1:
+                    g_u = g_u + g_st[k]  # ∂u^{k+1}, which is ∂o
+                g_o = g_u
             a, c, p, u = net._table(k, "A"), net._table(k, "C"), ps[k], us[k]
-            add(c, p, g_u)  # ∂c_i = p_i ∂o
-            g_p = (x[c] * g_u).sum(1, keepdim=True)  # (S, 1, M+1, B) ∂p_i = c_i · ∂o
+            add(c, p, g_o)  # ∂c_i = p_i ∂o
+            g_p = (x[c] * g_o).sum(1, keepdim=True)  # (S, 1, M+1, B) ∂p_i = c_i · ∂o
             if ctx.linear:
                 g_score = g_p.masked_fill(blocks[k], 0.0)
             else:  # blocked slots have p_i = 0 and get nothing

@@ -28,6 +28,8 @@ VARIANTS = [
     {"masking": "soft"},
     {"stopping": True},
     {"stopping": True, "masking": "hard", "hops": 4},
+    {"answer_from": "readout", "temporal_zero_init": True, "masking": "hard", "stopping": True},
+    {"answer_from": "readout", "tying": "layerwise", "masking": "soft"},
 ]
 
 
@@ -118,6 +120,19 @@ def test_stopping_reports_hops_and_reasons(data):
         model.halt_b.fill_(-5.0)  # never says stop
     r = model(batch)
     assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
+
+
+def test_answer_from_readout_answers_from_what_each_hop_read(data):
+    _, vocab, batch = data
+    readout = make(vocab, answer_from="readout", temporal_zero_init=True)
+    assert (readout.temporal == 0).all()
+    state = make(vocab)
+    state.load_state_dict(readout.state_dict())
+    r, s = readout(batch), state(batch)
+    assert torch.equal(r.attention, s.attention)  # the hops ask the same u^k; only the answer differs
+    question = s.hop_logits[:, 0] - r.hop_logits[:, 0]  # (3, A) W u^1
+    for k in range(3):  # W u^{k+1} = W u^1 + Σ_{j<=k} W o^j
+        assert torch.allclose(s.hop_logits[:, k], question + r.hop_logits[:, : k + 1].sum(1), atol=1e-5)
 
 
 def test_seeds_are_independent_models(data):
