@@ -22,10 +22,8 @@ GOLDEN = {
         "3 Where is John? \tbathroom\t2\n",
     13: "1 Sandra and John moved to the garden.\n2 Afterwards they went back to the bedroom.\n"
         "3 Where is John? \tbedroom\t1 2\n",
-    14: "1 Yesterday Mary journeyed to the school.\n2 Fred went back to the cinema yesterday.\n"
-        "3 This afternoon Bill went back to the bedroom.\n4 Julie journeyed to the school yesterday.\n"
-        "5 Bill went back to the kitchen yesterday.\n6 Fred went to the bedroom this morning.\n"
-        "7 Where was Fred before the bedroom? \tcinema\t6 2\n",
+    14: "1 This morning Bill went to the cinema.\n2 Bill went back to the kitchen yesterday.\n"
+        "3 Where was Bill before the cinema? \tkitchen\t1 2\n",
 }
 
 # Official train questions the solver disagrees with, as measured: in qa5 two questions
@@ -110,6 +108,25 @@ def test_task14_asks_about_revisits_as_often_as_official(babi_dir):
     official = _task14_revisits(load_split(babi_dir / "en", 14, "train"))
     assert abs(official - 0.112) < 0.001
     assert abs(_task14_revisits(generate(14, 2000, seed=5)) - official) < 0.03
+
+
+def _task14_gaps_at_questions(stories) -> int:
+    """Questions at which some actor's told times of day have a gap (e.g. morning told,
+    yesterday not yet): a flashback split by a question."""
+    times = ["yesterday", "this morning", "this afternoon", "this evening"]
+    gaps = 0
+    for sample in samples(stories):
+        told: dict[str, set[int]] = {}
+        for f in sample.facts:
+            actor = next(w for w in f.text.rstrip(".").split() if w in {"Bill", "Fred", "Julie", "Mary"})
+            told.setdefault(actor, set()).add(next(i for i, t in enumerate(times) if t in f.text.lower()))
+        gaps += any(ks != set(range(len(ks))) for ks in told.values())
+    return gaps
+
+
+def test_task14_flashbacks_are_told_before_the_next_question(babi_dir):
+    assert _task14_gaps_at_questions(load_split(babi_dir / "en", 14, "train")) == 0
+    assert _task14_gaps_at_questions(generate(14, 2000, seed=6)) == 0
 
 
 @pytest.mark.parametrize("task", TASKS)

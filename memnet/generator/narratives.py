@@ -219,13 +219,11 @@ SITES = ["bedroom", "cinema", "kitchen", "office", "park", "school"]
 TIMES = ["yesterday", "this morning", "this afternoon", "this evening"]
 
 
-def _telling_order(rng: random.Random) -> list[int]:
-    """The times of day in the order one actor's day is told: forward, with some flashbacks."""
-    order = list(range(len(TIMES)))
-    for i, p in ((1, 0.12), (0, 0.3), (2, 0.23)):  # swap places i, i+1 with probability p
-        if rng.random() < p:
-            order[i], order[i + 1] = order[i + 1], order[i]
-    return order
+# Chance that an actor's next time of day k is told as a flashback: k+1 first, then k, both
+# before the next question (the official files never split one, and rarely tell one actor's
+# day forward twice between two questions).
+FLASHBACK = [0.45, 0.17, 0.3]
+EARLY = 0.37  # chance of a question after the first chunk already: most official stories wait for a second
 
 
 @register(14)
@@ -237,21 +235,27 @@ def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
         day[a] = [rng.choice(SITES)]
         while len(day[a]) < len(TIMES):
             day[a].append(_elsewhere(rng, SITES, day[a][-1]))
-    queues = {a: _telling_order(rng) for a in actors}
+    untold = {a: 0 for a in actors}  # actor -> their first time of day not told yet
     told: dict[str, dict[int, int]] = {a: {} for a in actors}  # actor -> time -> fact id
     last_seen: dict[str, int] = {}
     t = _Teller()
-    while t.questions < _knob(knobs.questions, 5) and any(queues.values()):
-        for _ in range(gap):
-            waiting = [a for a in actors if queues[a]]
+    while t.questions < _knob(knobs.questions, 5) and any(k < len(TIMES) for k in untold.values()):
+        room, chunk = gap, set()
+        while room > 0:
+            waiting = [a for a in actors if untold[a] < len(TIMES)]
             if not waiting:
                 break
-            actor = rng.choice(waiting)
-            time = queues[actor].pop(0)
-            when, place, verb = TIMES[time], day[actor][time], rng.choice(MOVES)
-            text = (f"{when.capitalize()} {actor} {verb} the {place}." if rng.random() < 0.5
-                    else f"{actor} {verb} the {place} {when}.")
-            told[actor][time] = last_seen[actor] = t.fact(text)
+            actor = rng.choice([a for a in waiting if a not in chunk] or waiting)
+            k = untold[actor]
+            order = [k + 1, k] if room >= 2 and k + 1 < len(TIMES) and rng.random() < FLASHBACK[k] else [k]
+            for time in order:
+                when, place, verb = TIMES[time], day[actor][time], rng.choice(MOVES)
+                text = (f"{when.capitalize()} {actor} {verb} the {place}." if rng.random() < 0.5
+                        else f"{actor} {verb} the {place} {when}.")
+                told[actor][time] = last_seen[actor] = t.fact(text)
+            untold[actor] += len(order)
+            room -= len(order)
+            chunk.add(actor)
         # askable: the latest told visit to a place, with the time before it told; a place
         # visited twice is asked about at its latest visit, as the official files do
         options = {}
@@ -260,7 +264,7 @@ def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
             askable = [k for k in latest.values() if k - 1 in times]
             if askable:
                 options[a] = rng.choices(askable, askable)[0]
-        if options:
+        if options and (t.questions or len(t.lines) > gap or rng.random() < EARLY):
             actor = _by_recency(rng, {a: last_seen[a] for a in options}, [0.46, 0.3, 0.19, 0.05])
             k = options[actor]
             t.ask(f"Where was {actor} before the {day[actor][k]}?", day[actor][k - 1],
