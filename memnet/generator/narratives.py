@@ -3,7 +3,9 @@
 Each story comes from a small simulated world: actors with places (and, in task 5,
 objects they pick up, hand over and drop), told as sentences in the official templates.
 Questions are asked only when exactly one answer is defensible from the facts told so
-far; the solver (memnet.solver.narratives) recomputes every answer from the text alone.
+far (task 14 also asks about a place visited twice, read at its latest visit as the
+official files do); the solver (memnet.solver.narratives) recomputes every answer from the
+text alone.
 
 Knobs honoured (None keeps the official setting):
   5   questions (5), actors (4, at most 4), length (facts between questions: 2)
