@@ -290,7 +290,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     started = time.perf_counter()
     interrupted = False
     epoch = start_epoch
-    bar = tqdm(range(start_epoch, tc.epochs), desc="train", unit="epoch", disable=not progress, leave=False)
+    bar = tqdm(range(start_epoch, tc.epochs), desc="train", unit="epoch", disable=None if progress else True, leave=False)  # None: off when not a terminal
     try:
         for epoch in bar:
             lr = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
