@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from memnet.babi import CHAIN, Line, format_stories, load_split, samples, space_before_tab
+from memnet.babi import CHAIN, Line, format_stories, samples, space_before_tab
 from memnet.generator import Knobs, generate
 from memnet.generator.categories import CHAIN_SPECIES, CLASSES, plural
 from memnet.solver import check, solve
@@ -33,17 +33,6 @@ GOLDEN = {
            "9 Emily is white.\n10 John is a gorpus.\n11 What color is Bernhard?\tgreen\t8\n",
 }
 
-# Official train questions the solver disagrees with, as measured. qa16: 86 questions whose
-# asked species has coloured members of different colours (the solver answers 'green|yellow').
-OFFICIAL_DISAGREEMENTS = {15: 0, 16: 86, 20: 0}
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_agrees_with_generator(task):
-    stories = generate(task, 3000, seed=1)
-    assert sum(len(s.questions) for s in stories) == 3000
-    assert check(task, stories) == []
-
 
 @pytest.mark.parametrize("task, knobs", [
     (15, Knobs(actors=2, questions=6)),
@@ -66,13 +55,6 @@ def test_knobs_keep_solver_agreement(task, knobs):
         assert depths == set(range(1, knobs.hops + 1))
         if knobs.distractors == 0:  # only the asked chain: its facts are the story
             assert all(len(s.facts) == len(s.questions[0].support) for s in stories)
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_deterministic_per_seed(task):
-    a, b, c = (format_stories(generate(task, 200, seed)) for seed in (7, 7, 8))
-    assert a == b
-    assert a != c
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -121,9 +103,3 @@ def test_solver_reports_two_defensible_colours():
     assert solve(16, facts[:3], "What color is Greg?") == solve(CHAIN, facts[:3], "What color is Greg?")
     assert solve(16, facts[:3], "What color is Greg?").support == (1, 2, 3)
 
-
-@pytest.mark.parametrize("task", [15, 16, 20])
-def test_official_train_agreement(task, babi_dir):
-    found = check(task, load_split(babi_dir / "en", task, "train"))
-    assert len(found) <= OFFICIAL_DISAGREEMENTS[task]
-    assert all("|" in d.found.answer for d in found)  # only ambiguous questions

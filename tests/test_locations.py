@@ -113,13 +113,6 @@ GOLDEN = {
 
 
 @pytest.mark.parametrize("task", TASKS)
-def test_solver_agrees_with_generator(task):
-    stories = generate(task, 3000, seed=1)
-    assert sum(len(s.questions) for s in stories) == 3000
-    assert check(task, stories) == []
-
-
-@pytest.mark.parametrize("task", TASKS)
 def test_knobs_are_honoured_and_keep_solver_agreement(task):
     knobs = Knobs(questions=3, length=3, actors=6)
     stories = generate(task, 300, seed=2, knobs=knobs)
@@ -137,13 +130,6 @@ def test_knobs_are_honoured_and_keep_solver_agreement(task):
             else:
                 gap += 1
     assert len(set.union(*({parse(line).actor for line in s.facts} for s in stories))) == 6
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_same_seed_same_stories_other_seed_differs(task):
-    a, b, c = generate(task, 100, seed=3), generate(task, 100, seed=3), generate(task, 100, seed=4)
-    assert a == b
-    assert a != c
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -203,14 +189,6 @@ def test_counting_and_lists_reach_three_objects():
     answers = {line.answer for s in generate(8, 2000, seed=6) for line in s.questions}
     assert any(a.count(",") == 2 for a in answers) and "nothing" in answers
     assert "three" in {line.answer for s in generate(7, 2000, seed=6) for line in s.questions}
-
-
-# Official train questions the solver disagrees with, as measured: none.
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_agrees_with_official_train_file(babi_dir, task):
-    stories = load_split(babi_dir / "en", task, "train")
-    assert sum(len(s.questions) for s in stories) == 1000
-    assert len(check(task, stories)) == 0
 
 
 def _words(stories):

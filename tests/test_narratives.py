@@ -26,17 +26,6 @@ GOLDEN = {
         "3 Where was Bill before the cinema? \tkitchen\t1 2\n",
 }
 
-# Official train questions the solver disagrees with, as measured: in qa5 two questions
-# ("What did Bill give to Jeff?") name an older give although a later one fits too.
-OFFICIAL_DISAGREEMENTS = {5: 2, 11: 0, 12: 0, 13: 0, 14: 0}
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_agrees_with_generator(task):
-    stories = generate(task, 3000, seed=1)
-    assert sum(len(s.questions) for s in stories) == 3000
-    assert check(task, stories) == []
-
 
 @pytest.mark.parametrize("task", TASKS)
 def test_knobs_keep_solver_agreement(task):
@@ -47,13 +36,6 @@ def test_knobs_keep_solver_agreement(task):
     names = {w for s in stories for line in s.lines for w in re.findall(r"\b[A-Z][a-z]+\b", line.text)}
     actors = names - {"After", "Afterwards", "Following", "Then", "Where", "Who", "What", "Yesterday", "This"}
     assert len(actors) == 2
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_deterministic_per_seed(task):
-    a, b, c = (format_stories(generate(task, 200, seed)) for seed in (7, 7, 8))
-    assert a == b
-    assert a != c
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -128,8 +110,3 @@ def test_task14_flashbacks_are_told_before_the_next_question(babi_dir):
     assert _task14_gaps_at_questions(load_split(babi_dir / "en", 14, "train")) == 0
     assert _task14_gaps_at_questions(generate(14, 2000, seed=6)) == 0
 
-
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_on_official_train(task, babi_dir):
-    stories = load_split(babi_dir / "en", task, "train")
-    assert len(check(task, stories)) <= OFFICIAL_DISAGREEMENTS[task]

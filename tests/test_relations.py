@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from memnet.babi import format_stories, load_split, samples
+from memnet.babi import format_stories, samples
 from memnet.generator import Knobs, generate
 from memnet.generator.relations import CONTAINERS, ROOMS, SHAPES, SMALLEST
 from memnet.solver import check
@@ -23,18 +23,6 @@ GOLDEN = {
         "3 The kitchen is north of the office.\n4 The bedroom is north of the kitchen.\n"
         "5 The bathroom is north of the garden.\n6 How do you go from the kitchen to the garden?\tn,w\t4 2\n",
 }
-
-# Official train questions the solver disagrees with, as measured (all on support, none on
-# the answer): qa18 tells some relations twice or links a pair through two middles, and its
-# choice of which fact to cite is not consistent.
-OFFICIAL_DISAGREEMENTS = {4: 0, 17: 0, 18: 60, 19: 0}
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_agrees_with_generator(task):
-    stories = generate(task, 3000, seed=1)
-    assert sum(len(s.questions) for s in stories) == 3000
-    assert check(task, stories) == []
 
 
 @pytest.mark.parametrize("task, knobs", [
@@ -62,13 +50,6 @@ def test_knobs_out_of_range_are_refused():
         generate(19, 1, 0, knobs=Knobs(length=3, distractors=3))  # only six rooms
     with pytest.raises(ValueError, match="length"):
         generate(17, 1, 0, knobs=Knobs(length=6))  # only six shapes
-
-
-@pytest.mark.parametrize("task", TASKS)
-def test_deterministic_per_seed(task):
-    a, b, c = (format_stories(generate(task, 200, seed)) for seed in (7, 7, 8))
-    assert a == b
-    assert a != c
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -110,10 +91,3 @@ def test_size_questions_are_never_ambiguous():
         for q in story.questions:
             assert frozenset(_names(q.text)) not in pairs
 
-
-@pytest.mark.parametrize("task", TASKS)
-def test_solver_on_official_train(task, babi_dir):
-    stories = load_split(babi_dir / "en", task, "train")
-    found = check(task, stories)
-    assert len(found) <= OFFICIAL_DISAGREEMENTS[task]
-    assert all(d.kind == "support" for d in found)
