@@ -43,6 +43,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "stop": {"model.stopping": True},
     "both": {"model.masking": "hard", "model.stopping": True},
     "sup": {"train.attention_supervision": 1.0},
+    # the paper's recipe with T(i) starting at zero and a larger initial scale
+    "zero": {"model.temporal_zero_init": True, "model.init_std": 0.3},
     # config.yaml's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3},
@@ -50,7 +52,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "generated": {},
 }
 TITLES = {"paper": "MemN2N", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "ours": "ours", "joint": "joint", "generated": "generated"}
+          "zero": "+T0", "ours": "ours", "joint": "joint", "generated": "generated"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
