@@ -62,3 +62,10 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):
     assert main(["generate", "--task", "21", "--out", str(tmp_path / "x")]) == 2
     assert "between 1 and 20" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_check_reports_a_question_outside_the_task_language(tmp_path, capsys):
+    (tmp_path / "qa1_train.txt").write_text("1 Mary went to the kitchen.\n2 Who is Mary? \tkitchen\t1\n")
+    assert main(["check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "1 disagree" in out and "unreadable: unexpected question 'Who is Mary?'" in out
