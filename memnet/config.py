@@ -59,7 +59,11 @@ class TrainConfig:
     lr: float = 0.01
     lr_decay_every: int = 25  # halve the learning rate every this many epochs
     max_grad_norm: float = 40.0
-    linear_start_epochs: int = 20  # 0 disables linear start
+    # linear start (LS): first this many epochs without the attention softmax, at
+    # linear_start_lr; then `epochs` more with the softmax and the schedule above from lr
+    # (the paper's code: 20 epochs at 0.005, then 100). 0 disables it.
+    linear_start_epochs: int = 20
+    linear_start_lr: float = 0.005
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept

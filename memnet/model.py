@@ -71,6 +71,8 @@ HALT_REASONS = ("max hops", "halted")  # indexed by Result.halted
 
 
 class MemN2N(nn.Module):
+    has_linear_start = True  # the trainer may remove the attention softmax for the first epochs (self.linear)
+
     def __init__(self, cfg: ModelConfig, vocab_size: int, n_answers: int, *, answer_words: list[list[int]],
                  memory_size: int = 50, seeds: int = 1, attention_supervision: float = 0.0):
         super().__init__()

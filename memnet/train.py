@@ -271,7 +271,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             checkpoint.write(out / "model.pt", {"state_dict": {k: v[seed: seed + 1].clone() for k, v in best_params.items()},
                                                 "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
                                                 "best_metric": float(best[seed])})
-        line = _log_line(epoch, tc.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
+        line = _log_line(epoch, epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
                          float(best[seed]), seed, time.perf_counter() - started)
         if log:
             tqdm.write(line)
@@ -283,18 +283,20 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 f.write(json.dumps(record) + "\n")
 
     N, M = len(train_data), train_data.story.shape[1]
-    lr = tc.lr
-    # linear start must end before the last evaluation, or no softmax model would be chosen
-    linear_epochs = tc.linear_start_epochs if tc.epochs > tc.linear_start_epochs else 0
+    # linear start, before the schedule: no attention softmax, at linear_start_lr (a model
+    # without a softmax-free phase, the transformer, skips it)
+    linear_epochs = tc.linear_start_epochs if getattr(model, "has_linear_start", False) else 0
+    epochs = linear_epochs + tc.epochs
+    lr = tc.linear_start_lr if linear_epochs else tc.lr
     batch_size = tc.batch_size
     started = time.perf_counter()
     interrupted = False
     epoch = start_epoch
-    bar = tqdm(range(start_epoch, tc.epochs), desc="train", unit="epoch", disable=None if progress else True, leave=False)  # None: off when not a terminal
+    bar = tqdm(range(start_epoch, epochs), desc="train", unit="epoch", disable=None if progress else True, leave=False)  # None: off when not a terminal
     try:
         for epoch in bar:
-            lr = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
             model.linear = epoch < linear_epochs
+            lr = tc.linear_start_lr if model.linear else tc.lr * 0.5 ** ((epoch - linear_epochs) // tc.lr_decay_every)
             order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
             times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators]).to(device)  # (S, N, M)
             shuffled = train_words.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
@@ -309,7 +311,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 step += 1
             epoch_loss = float(total) / N / S  # per question
             bar.set_postfix(loss=f"{epoch_loss:.4f}")
-            if (epoch + 1) % tc.eval_every == 0 or epoch + 1 == tc.epochs:
+            if (epoch + 1) % tc.eval_every == 0 or epoch + 1 == epochs:
                 evaluation(epoch + 1, epoch_loss, started)
                 save_last(epoch + 1)
     except KeyboardInterrupt:

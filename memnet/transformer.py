@@ -89,7 +89,7 @@ class Transformer(nn.Module):
                               f"the {cfg.type} reader needs --model.masking=off, found {cfg.masking!r}")
         self.cfg, self.seeds, self.memory_size = cfg, seeds, memory_size
         self.attention_supervision = attention_supervision
-        self.linear = False  # the trainer's linear start; a transformer has no softmax-free phase, so unused
+        self.linear = False  # no softmax-free phase: the trainer skips linear start (no has_linear_start)
         S, d, f, L = seeds, cfg.dim, cfg.ff_dim, cfg.layers
         n = 1 if cfg.type == "universal" else L  # layers with their own weights
 

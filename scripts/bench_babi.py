@@ -14,7 +14,10 @@ Variants (each is the paper's recipe, the defaults in memnet/config.py, plus one
 paper, mask (model.masking=hard), stop (model.stopping=true), both, sup (attention
 supervision), joint (one model on all the given tasks, with the train.joint_* settings) and
 generated (the paper's recipe trained on 1,000 questions per task from memnet.generator,
-tested on the official test file: a faithful generator lands within 2 points of paper).
+tested on the official test file: a faithful generator lands within 2 points of paper),
+transformer (memnet.transformer, 2 layers) and universal (one shared layer, up to 3 steps,
+halting per question). Linear start (train.linear_start_epochs, 20 at lr 0.005) runs before
+the 100 epochs of the schedule; the transformers have no linear start.
 """
 from __future__ import annotations
 
@@ -50,9 +53,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
              "model.temporal_zero_init": True, "model.init_std": 0.3},
     "joint": {},
     "generated": {},
+    # the transformer reader (memnet.transformer): 2 layers, chosen on qa1/qa2/qa16's valid split
+    "transformer": {"model.type": "transformer", "model.layers": 2},
+    # one shared layer applied up to 3 times, halting per question (Universal Transformer, in spirit)
+    "universal": {"model.type": "universal", "model.layers": 3, "model.stopping": True},
 }
 TITLES = {"paper": "MemN2N", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "ours": "ours", "joint": "joint", "generated": "generated"}
+          "zero": "+T0", "ours": "ours", "joint": "joint", "generated": "generated",
+          "transformer": "Transformer", "universal": "UT + halting"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
@@ -101,7 +109,7 @@ def generated_folder(root: Path, task: int, official: Path) -> Path:
 
 def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train `variant` (one model per task, or one joint model) and return one record per task."""
-    base = {**PAPER, **VARIANTS[variant], "train.restarts": args.restarts}
+    base = {**PAPER, **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
     if args.epochs:
         base["train.joint_epochs" if variant == "joint" else "train.epochs"] = args.epochs
     if variant == "joint":
@@ -238,6 +246,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--restarts", type=int, default=10, help="restarts per run, best on validation (default: 10, the paper's)")
     parser.add_argument("--epochs", type=int, default=0,
                         help="epochs per run (default: the config's, 100; joint: train.joint_epochs, 60)")
+    parser.add_argument("--set", action="append", default=[], type=lambda s: tuple(s.split("=", 1)), metavar="KEY=VALUE",
+                        help="a config override on top of every variant, e.g. --set train.lr=0.005 (repeatable; "
+                             "for experiments: write them to their own --results file)")
     parser.add_argument("--results", default=str(ROOT / "runs" / "bench" / "results.jsonl"),
                         help="JSONL file the results are appended to and the table is read from")
     parser.add_argument("--table", action="store_true", help="print the markdown table from the results file and exit")
