@@ -34,8 +34,8 @@ Speed shapes the code: a sentence embedding under position encoding is rank 2,
 Σ_j l_kj A x_j = (Σ_j a_j A x_j) + e_k (Σ_j c_j A x_j) with a_j = 1 - j/J, c_j = 2j/J - 1,
 e_k = k/d, so all memories of all hops and the question come from ONE matrix product of
 weighted bag-of-words rows (built once per dataset, see MemN2N.bags) with the stacked tables
-[A^1, C^1 = A^2, ..., C^K]; T(i) is one more column of those rows (the age, one-hot) and one
-more row block of the tables. The hops and that product run in _Reader, whose backward is
+[A^1, C^1 = A^2, ..., C^K]; T(i) is one more column of those rows (the age, one-hot, added
+at every step: random noise changes ages every epoch) and one more row block of the tables. The hops and that product run in _Reader, whose backward is
 written by hand: a CPU step is bound by per-operation overhead, and autograd's small nodes
 cost more than the arithmetic. Every parameter has a leading seed dimension S, so restarts
 train side by side as one model, each seed with its own initialisation.
@@ -129,11 +129,11 @@ class MemN2N(nn.Module):
         return 1 if role == "A" else 2
 
     def bags(self, batch: Batch) -> Tensor:
-        """What the model reads of each sentence, as rows of one matrix product with the tables:
-        (..., M+1, C*V + ages), slot 0 the question, slots 1..M the memories. Columns: the words
+        """What the model reads of each sentence's words, as rows of one matrix product with the
+        tables: (..., M+1, C*V), slot 0 the question, slots 1..M the memories. Columns: the words
         weighted by a_j = 1 - j/J (channel 0) and c_j = 2j/J - 1 (channel 1; bag of words:
-        channel 0 only, weight 1), then a memory's age i one-hot (temporal encoding as one more
-        word), up to the oldest age the batch holds."""
+        channel 0 only, weight 1). A memory's age (temporal encoding, one more "word") changes
+        with random noise at every epoch, so _Reader adds it at every step (`ages`)."""
         L = max(batch.story.shape[-1], batch.query.shape[-1])
         words = torch.cat([F.pad(batch.query, (0, L - batch.query.shape[-1]))[..., None, :],
                            F.pad(batch.story, (0, L - batch.story.shape[-1]))], -2)  # (..., M+1, L)
@@ -144,19 +144,13 @@ class MemN2N(nn.Module):
         else:
             weights = real[..., None, :].to(self.emb.dtype)  # (..., M+1, 1, L)
         bag = words.new_zeros(*words.shape[:-1], weights.shape[-2], self.emb.shape[1], dtype=self.emb.dtype)
-        bag = bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights).flatten(-2)  # (..., M+1, C*V)
-        if not self.cfg.temporal:
-            return bag
-        time = batch.time.clamp(max=self.memory_size - 1)  # (..., M)
-        age = bag.new_zeros(*bag.shape[:-1], int(time.max()) + 1 if time.numel() else 1)  # (..., M+1, ages)
-        age[..., 1:, :].scatter_(-1, time[..., None], 1.0)
-        return torch.cat([bag, age], -1)
+        return bag.scatter_add_(-1, words[..., None, :].expand_as(weights), weights).flatten(-2)  # (..., M+1, C*V)
 
     def prepare(self, batch: Batch) -> Batch:
         """The batch with its bags (see `bags`) computed at once, for data that many steps
         index; unchanged where they would take more than 512 MB (the model then computes them
         at every step)."""
-        width = self.emb.shape[1] * (2 if self.cfg.encoding == "pe" else 1) + (self.memory_size if self.cfg.temporal else 0)
+        width = self.emb.shape[1] * (2 if self.cfg.encoding == "pe" else 1)
         if batch.story[..., 0].numel() * width * 4 > 2 ** 29:
             return batch
         return dataclasses.replace(batch, bags=self.bags(batch))
@@ -166,12 +160,12 @@ class MemN2N(nn.Module):
         if plain:  # the same questions for every seed
             batch = batch.index(None)  # fields (1, B, ...)
         cfg, S, K = self.cfg, self.seeds, self.cfg.hops
-        bags = self.bags(batch) if batch.bags is None else batch.bags  # (s, B, M+1, C*V + ages)
+        bags = self.bags(batch) if batch.bags is None else batch.bags  # (s, B, M+1, C*V)
         penalty = self.log_penalty.exp() if cfg.masking == "soft" else None  # (S,)
         keep_scores = self.attention_supervision > 0
         hop_logits, states, attention, scores, allowed = _Reader.apply(
             self.emb, getattr(self, "temporal", None), getattr(self, "H", None), penalty,
-            bags, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
+            bags, batch.time, batch.length, self, keep_scores)  # (S, B, K, A), (S, B, K, d), (S, B, K, M) x 3
         B = hop_logits.shape[1]
 
         if cfg.stopping:
@@ -249,17 +243,22 @@ class _Reader(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, emb: Tensor, temporal: Tensor | None, H: Tensor | None, penalty: Tensor | None,
-                bags: Tensor, length: Tensor, net: MemN2N, keep_scores: bool):
+                bags: Tensor, time: Tensor, length: Tensor, net: MemN2N, keep_scores: bool):
         ctx.set_materialize_grads(False)
         cfg, K, d = net.cfg, net.cfg.hops, net.cfg.dim
         S, V, _ = emb.shape
-        s, B, M1, _ = bags.shape
+        s, B, M1, CV = bags.shape
         rows = [emb, emb * net.e_tables] if cfg.encoding == "pe" else [emb]  # [A; e * A] (see the module docstring)
-        CV = V * len(rows)
-        if temporal is not None:
-            rows.append(temporal[:, :bags.shape[-1] - CV])  # the ages the bags hold
+        bag = bags.transpose(1, 2)  # (s, M+1, B, C*V)
+        if temporal is not None:  # a memory's age i as one more word, one-hot; T(i) its rows of the tables
+            age = time.clamp(max=net.memory_size - 1).transpose(1, 2)[..., None]  # (s, M, B, 1)
+            ages = int(age.max()) + 1 if age.numel() else 1
+            one_hot = bag.new_zeros(s, M1, B, ages)  # (s, M+1, B, ages); slot 0, the question, has none
+            one_hot[:, 1:].scatter_(-1, age, 1.0)
+            bag = torch.cat([bag, one_hot], -1)  # (s, M+1, B, C*V + ages)
+            rows.append(temporal[:, :ages])
         table = torch.cat(rows, 1) if len(rows) > 1 else emb  # (S, C*V + ages, tables*d)
-        bag = bags.transpose(1, 2).reshape(s, M1 * B, -1).expand(S, -1, -1)  # (S, (M+1)*B, C*V + ages)
+        bag = bag.reshape(s, M1 * B, -1).expand(S, -1, -1)  # (S, (M+1)*B, C*V + ages)
         x = torch.bmm(table.transpose(1, 2), bag.transpose(1, 2)).view(S, net.n_tables, d, M1, B).unbind(1)
         u = x[0][:, :, :1]  # (S, d, 1, B) u^1 = B q
         W = torch.bmm(net.answer_bag.expand(S, -1, -1), emb[:, :, -d:])  # (S, A, d) W = rows of C^K
@@ -362,7 +361,7 @@ class _Reader(torch.autograd.Function):
         g_temporal = None
         if net.cfg.temporal:  # ages the bags did not hold get nothing
             g_temporal = F.pad(g_table[:, :, CV:].transpose(1, 2), (0, 0, 0, net.memory_size - (g_table.shape[2] - CV)))
-        return g_emb, g_temporal, g_H, g_penalty, None, None, None, None
+        return g_emb, g_temporal, g_H, g_penalty, None, None, None, None, None
 
 
 def build_model(cfg: ModelConfig, vocab_size: int, n_answers: int, *, answer_words: list[list[int]],

@@ -222,8 +222,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                         memory_size=cfg.data.memory_size, seeds=S, attention_supervision=tc.attention_supervision)
     # a model may turn a dataset into what it reads once, not at every step (MemN2N: bags of words)
     prepare = getattr(model, "prepare", lambda batch: batch)
-    train_words = data["train"].trim().to(device)
-    train_data, valid_data = prepare(train_words), prepare(data["valid"].to(device))
+    train_data, valid_data = prepare(data["train"].trim().to(device)), prepare(data["valid"].to(device))
     generators = [torch.Generator().manual_seed(tc.seed + s) for s in range(S)]
     model.reset_parameters(generators)
     model.to(device)
@@ -299,9 +298,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             lr = tc.linear_start_lr if model.linear else tc.lr * 0.5 ** ((epoch - linear_epochs) // tc.lr_decay_every)
             order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
             times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators]).to(device)  # (S, N, M)
-            shuffled = train_words.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
-            shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M)
-            shuffled = prepare(shuffled)  # with this epoch's ages
+            shuffled = train_data.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
+            shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M) this epoch's ages
             total = torch.zeros((), device=device)
             for batch in shuffled.split(batch_size, 1):  # fields (S, B, ...): views
                 loss = model(batch).loss
