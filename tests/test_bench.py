@@ -1,4 +1,5 @@
-"""scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table."""
+"""scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table;
+scripts/saturation.py's untrained part."""
 import importlib.util
 import json
 from pathlib import Path
@@ -9,13 +10,16 @@ ROOT = Path(__file__).resolve().parents[1]
 spec = importlib.util.spec_from_file_location("bench_babi", ROOT / "scripts" / "bench_babi.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
+spec = importlib.util.spec_from_file_location("saturation", ROOT / "scripts" / "saturation.py")
+saturation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(saturation)
 
 
 @pytest.fixture(scope="module")
 def results(babi_dir, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bench") / "results.jsonl"
     bench.main(["--data", str(babi_dir / "en-valid"), "--tasks", "1", "--variants", "paper,generated",
-                "--restarts", "1", "--epochs", "2", "--results", str(path)])
+                "--restarts", "1", "--epochs", "2", "--set", "train.linear_start_epochs=0", "--results", str(path)])
     return path
 
 
@@ -69,3 +73,12 @@ def test_unknown_variant_is_rejected(tmp_path, capsys):
         bench.main(["--variants", "paper,magic", "--results", str(tmp_path / "r.jsonl")])
     assert "unknown magic" in capsys.readouterr().err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_saturation_without_scaling_grows_with_width(babi_dir, capsys):
+    saturation.main(["--data", str(babi_dir / "en-valid"), "--task", "1", "--widths", "4,128"])
+    rows = [line.strip("| ").split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    peak = {label: float(max_weight) for label, max_weight, *_ in rows}
+    assert list(peak) == ["4, 1/sqrt(d_k)", "4, none", "128, 1/sqrt(d_k)", "128, none"]
+    assert peak["128, none"] > 0.8 > peak["128, 1/sqrt(d_k)"]  # unscaled: one sentence takes nearly everything
+    assert peak["128, none"] > peak["4, none"]
