@@ -97,7 +97,8 @@ def test_resume_continues_a_stopped_run(tiny, tmp_path, monkeypatch):
 def test_train_and_eval_commands(tiny, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(run), "--quiet",
-                 "--train.epochs=2", "--train.eval_every=1", "--train.restarts=1", "--model.masking=hard"]) == 0
+                 "--train.epochs=2", "--train.eval_every=1", "--train.restarts=1", "--model.masking=hard",
+                 "--train.linear_start_epochs=0"]) == 0
     assert {"model.pt", "config.yaml", "metrics.jsonl"} <= {p.name for p in run.iterdir()}
     assert config.load(run / "config.yaml").model.masking == "hard"
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -107,6 +108,12 @@ def test_train_and_eval_commands(tiny, tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert {"accuracy", "hop_accuracy", "chain_accuracy", "support_recall", "mean_hops", "n"} <= set(out)
     assert out["n"] == 100 and len(out["hop_accuracy"]) == 3
+    assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(tiny)]) == 0
+    text = capsys.readouterr().out.split("hops used by number of supporting facts\n")[1].splitlines()
+    assert text[0].split() == ["task", "facts", "n", "mean", "1", "hop", "2", "hops", "3", "hops"]
+    task, facts, n, mean, *counts = text[1].split()  # qa1: every question has one supporting fact
+    assert (task, facts, int(n)) == ("1", "1", 100) and len(text) == 2
+    assert sum(map(int, counts)) == 100 and float(mean) == pytest.approx(out["mean_hops"], abs=0.005)
 
 
 def test_commands_report_bad_input_without_traceback(tiny, tmp_path, capsys):

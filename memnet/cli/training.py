@@ -105,7 +105,23 @@ def run_eval(args: argparse.Namespace) -> int:
         recall = "-" if t["support_recall"] is None else f"{100 * t['support_recall']:.1f}"
         print(f"{name:>5} {t['n']:5d} {100 * t['accuracy']:6.1f} {100 * t['error']:6.1f} {_percents(t['hop_accuracy']):>20} "
               f"{100 * t['chain_accuracy']:6.1f} {recall:>6} {t['mean_hops']:5.2f} {t['mean_facts']:5.2f}")
+    print()
+    print(hops_table(m))
     return 0
+
+
+def hops_table(m: dict) -> str:
+    """Hops used against the number of supporting facts, per task: questions, mean hops and how
+    many questions took 1..K hops."""
+    K = len(m["hop_accuracy"])
+    lines = ["hops used by number of supporting facts",
+             f"{'task':>5} {'facts':>5} {'n':>5} {'mean':>5} " + " ".join(f"{f'{k} hop' + 's' * (k > 1):>7}" for k in range(1, K + 1))]
+    for name, t in m["tasks"].items():
+        for facts, counts in t["hops_by_facts"].items():
+            n = sum(counts.values())
+            mean = sum(int(h) * c for h, c in counts.items()) / n
+            lines.append(f"{name:>5} {facts:>5} {n:5d} {mean:5.2f} " + " ".join(f"{counts.get(str(k), 0):7d}" for k in range(1, K + 1)))
+    return "\n".join(lines)
 
 
 def _percents(values: list[float | None]) -> str:
