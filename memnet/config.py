@@ -45,6 +45,8 @@ class ModelConfig:
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
     masking: str = "off"  # visited-memory masking: off, hard or soft
     answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
+    # the answer softmax covers every vocabulary word (the paper), not only the answers seen in training
+    vocabulary_softmax: bool = False
     # transformer reader
     layers: int = 2
     heads: int = 2

@@ -51,7 +51,9 @@ class Vocab:
         self.answer_index = {a: i for i, a in enumerate(self.answers)}
 
     @classmethod
-    def build(cls, samples: Iterable[Sample]) -> Vocab:
+    def build(cls, samples: Iterable[Sample], every_word: bool = False) -> Vocab:
+        """The words and answers of `samples`; with `every_word`, every word is also an answer
+        class (the paper's softmax over the whole vocabulary), beside the answers seen."""
         words, answers = set(), set()
         for s in samples:
             for line in (*s.facts, s.question):
@@ -59,7 +61,7 @@ class Vocab:
             answer = normalize_answer(s.question.answer)
             answers.add(answer)
             words.update(answer.split(","))  # answer words are vocabulary words: W is tied to C^K
-        return cls([PAD, UNK, *sorted(words)], sorted(answers))
+        return cls([PAD, UNK, *sorted(words)], sorted(answers | words if every_word else answers))
 
     def __len__(self) -> int:
         return len(self.itos)

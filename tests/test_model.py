@@ -54,6 +54,17 @@ def test_encoding_puts_the_most_recent_fact_in_slot_zero(data):
     assert vocab.answers[batch.answer[1]] == "white"
 
 
+def test_vocabulary_softmax_makes_every_word_an_answer_class(data):
+    samples, vocab, _ = data
+    full = Vocab.build(samples, every_word=True)
+    assert vocab.answers == ["green", "white"]  # the answers seen
+    assert full.itos == vocab.itos and set(full.answers) == set(vocab.itos[2:])  # every word but <pad>, <unk>
+    batch = encode_samples(samples, full, memory_size=50)
+    assert [full.answers[a] for a in batch.answer] == ["green", "white", "white"]
+    model = make(full)
+    assert model(batch).logits.shape == (3, len(full.itos) - 2)
+
+
 def test_truncated_memory_drops_old_supporting_facts(data):
     samples, vocab, _ = data
     batch = encode_samples(samples, vocab, memory_size=2)
