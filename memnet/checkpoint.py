@@ -40,6 +40,11 @@ def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     atomic_write(path, buffer.getvalue())
 
 
+# switches added after checkpoints were first written, with the behaviour of a checkpoint
+# that predates them (the dataclass default may differ: it is for new runs)
+_BEFORE = {"model": {"null_memory": False, "vocabulary_softmax": False}}
+
+
 def read(path: str | os.PathLike) -> dict[str, Any]:
     """The checkpoint dict; MemnetError naming the file when it is missing, corrupt or foreign."""
     path = Path(path)
@@ -55,6 +60,9 @@ def read(path: str | os.PathLike) -> dict[str, Any]:
     for key in ("state_dict", "config", "vocab"):
         if key not in payload:
             raise MemnetError(f"{path}: memnet checkpoint without {key!r}")
+    for section, fields in _BEFORE.items():
+        if isinstance(payload["config"].get(section), dict):
+            payload["config"][section] = {**fields, **payload["config"][section]}
     return payload
 
 

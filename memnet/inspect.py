@@ -59,6 +59,7 @@ class Table:
     forgotten: int = 0  # facts older than the memory size, not seen by the model
     label: str = ""  # where the question comes from, e.g. "test #12"
     step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
+    nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
 
     @property
     def correct(self) -> bool | None:
@@ -96,6 +97,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
     batch = encode_samples([c for c, _ in cleaned], vocab, memory_size)
     result = predict(model, batch)
     masking = cfg.model.masking if cfg.model.type == "memn2n" else "off"  # a memory network's switch only
+    null = cfg.model.type == "memn2n" and cfg.model.null_memory  # the rest of a hop's weight went to the null memory
     probs = result.logits.softmax(-1)  # (N, A)
     hop_probs = result.hop_logits.softmax(-1)  # (N, K, A)
     tables = []
@@ -125,6 +127,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             forgotten=len(sample.facts) - n,
             label=labels[r] if labels is not None else "",
             step="hop" if cfg.model.type == "memn2n" else "layer",
+            nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
         ))
     return tables
 
@@ -202,12 +205,15 @@ def render_text(table: Table, color: bool = False) -> str:
         gold = table.gold(row)
         cells = "".join("  " + paint(f"{text:>7}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
         out.append(f"{line_id:>{id_w}}  {sentence:<{text_w}}  " + paint(f"{gold if gold else '':>4}", "gold") + cells)
+    if any(w >= 0.005 for w in table.nothing):
+        out.append(f"{'':>{id_w}}  {'(nothing)':<{text_w}}      " + "".join(f"  {f' {w:.2f} ':>7}" for w in table.nothing))
     summary = _summary_lines(table)
     if table.correct is not None:
         summary[0] = paint(summary[0], "good" if table.correct else "bad")
     out += summary
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
-               + "; gold: place in the supporting facts' reasoning order")
+               + "; gold: place in the supporting facts' reasoning order"
+               + ("; (nothing): the null memory, which reads nothing" if any(w >= 0.005 for w in table.nothing) else ""))
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -230,6 +236,8 @@ def render_markdown(table: Table) -> str:
             kind = _cell(table, k, row)[1]
             cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
         out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
+    if any(w >= 0.005 for w in table.nothing):
+        out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + " |")
     out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {_md_escape(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
     return "\n".join(out) + "\n"
@@ -252,6 +260,7 @@ def to_dict(table: Table) -> dict:
         "stop_reason": table.stop_reason,
         "memories": [{"id": i, "text": t, "gold": table.gold(row)} for row, (i, t) in enumerate(table.memories)],
         "attention": table.attention,
+        "nothing": table.nothing,
         "chosen": [ids[row] for row in table.chosen],
         "masked": [[ids[row] for row in hop] for hop in table.masked],
         "support": [ids[row] for row in table.support],

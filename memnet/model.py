@@ -276,6 +276,8 @@ class _Reader(torch.autograd.Function):
             elif cfg.masking == "soft":
                 score = score - penalty.view(S, 1, 1, 1) * visited
             score = score.masked_fill(blocked, -1e30)  # exp() of it is exactly 0
+            if cfg.null_memory:  # slot 0 as an empty memory: score 0 in the softmax, p_0 then zeroed (reads nothing)
+                score = score.masked_fill(slot == 0, 0.0)
             p = (score if net.linear else score.softmax(2)).masked_fill(blocked, 0.0)  # (S, 1, M+1, B) p_i; nothing allowed: 0
             us.append(u), ps.append(p), blocks.append(blocked), visits.append(visited), scores.append(score)
             o = (c * p).sum(2, keepdim=True)  # (S, d, 1, B) o = Σ_i p_i c_i

@@ -39,9 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # the switches that differ from the paper's recipe; stated in full so a changed default in
 # memnet/config.py cannot silently change the "paper" row
 PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0,
-         "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1}
+         "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
+         "model.null_memory": True, "model.vocabulary_softmax": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
+    # the paper's recipe with padding masked and no null memory: a hop must read something
+    "nonull": {"model.null_memory": False},
     "mask": {"model.masking": "hard"},
     "stop": {"model.stopping": True},
     "both": {"model.masking": "hard", "model.stopping": True},
@@ -58,7 +61,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # one shared layer applied up to 3 times, halting per question (Universal Transformer, in spirit)
     "universal": {"model.type": "universal", "model.layers": 3, "model.stopping": True},
 }
-TITLES = {"paper": "MemN2N", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
+TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "ours": "ours", "joint": "joint", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)

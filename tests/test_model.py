@@ -30,6 +30,9 @@ VARIANTS = [
     {"stopping": True, "masking": "hard", "hops": 4},
     {"answer_from": "readout", "temporal_zero_init": True, "masking": "hard", "stopping": True},
     {"answer_from": "readout", "tying": "layerwise", "masking": "soft"},
+    {"null_memory": True, "masking": "hard"},
+    {"null_memory": False},
+    {"null_memory": False, "masking": "hard", "stopping": True},
 ]
 
 
@@ -97,17 +100,32 @@ def test_shapes_and_attention(data, kw):
     padding = torch.arange(M) >= batch.length[:, None]  # (3, M)
     assert (r.attention.masked_select(padding[:, None, :]) == 0).all()  # padding: exactly zero
     sums = r.attention.sum(-1)  # (3, K)
-    if kw.get("masking") != "hard":
+    if kw.get("masking") != "hard" and kw.get("null_memory") is False:
         assert torch.allclose(sums[taken], torch.ones(()))
+    elif kw.get("masking") != "hard":  # the null memory takes the rest
+        assert ((sums[taken] > 0) & (sums[taken] < 1)).all()
     assert (sums[~taken] == 0).all()
     assert torch.allclose(r.halt_probs.sum(-1), torch.ones(()))
     r.loss.backward()
 
 
+def test_null_memory_is_one_more_softmax_entry_with_score_zero(data):
+    # same weights with and without it: hop 1 sees the same scores s_i, so its weights differ
+    # only by the normaliser, Σ exp(s_i) against exp(0) + Σ exp(s_i); the null memory takes the rest
+    _, vocab, batch = data
+    with_null, without = make(vocab, null_memory=True), make(vocab, null_memory=False)
+    without.load_state_dict(with_null.state_dict())
+    a, b = with_null(batch).attention[:, 0], without(batch).attention[:, 0]  # (3, M) hop 1
+    real = torch.arange(a.shape[1]) < batch.length[:, None]
+    share = a.sum(-1, keepdim=True)  # (3, 1) = Σ exp(s_i) / (1 + Σ exp(s_i))
+    assert torch.allclose(a[real], (b * share)[real], atol=1e-6)
+    assert ((share > 0) & (share < 1)).all()
+
+
 def test_hard_masking_never_reattends_a_chosen_memory(data):
     _, vocab, batch = data
     torch.manual_seed(0)
-    model = make(vocab, masking="hard", hops=5)
+    model = make(vocab, masking="hard", hops=5, null_memory=False)
     r = model(batch)
     chosen = r.attention.argmax(-1)  # (3, 5)
     for k in range(1, 5):
@@ -115,6 +133,8 @@ def test_hard_masking_never_reattends_a_chosen_memory(data):
         assert (r.attention[:, k].gather(-1, earlier) == 0).all()
     # question 0 has 3 memories: hops 4 and 5 find nothing left and attend nowhere
     assert r.attention[0, 3:].sum() == 0 and torch.allclose(r.attention[0, :3].sum(-1), torch.ones(3))
+    with_null = make(vocab, masking="hard", hops=5)  # the null memory is never masked: it takes what is left
+    assert with_null(batch).attention[0, 3:].sum() == 0
 
 
 def test_stopping_reports_hops_and_reasons(data):
@@ -184,6 +204,18 @@ def test_checkpoint_round_trip(data, tmp_path):
     checkpoint.save(tmp_path / "model.pt", model, cfg, vocab, step=7, best_metric=0.5)
     loaded, cfg2, vocab2, payload = checkpoint.load(tmp_path / "model.pt")
     assert cfg2 == cfg and vocab2.itos == vocab.itos and payload["step"] == 7
+    assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
+
+
+def test_a_checkpoint_from_before_the_null_memory_loads_without_it(data, tmp_path):
+    _, vocab, batch = data
+    cfg = load(None, {"model.null_memory": False})
+    model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+    old = cfg.to_dict()
+    del old["model"]["null_memory"], old["model"]["vocabulary_softmax"]  # as written before the switches existed
+    checkpoint.write(tmp_path / "old.pt", {"state_dict": model.state_dict(), "config": old, "vocab": vocab.to_dict()})
+    loaded, cfg2, _, _ = checkpoint.load(tmp_path / "old.pt")
+    assert cfg2.model.null_memory is False and load(None, {}).model.null_memory is True  # new runs have it
     assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
 
 
