@@ -53,7 +53,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "zero": {"model.temporal_zero_init": True, "model.init_std": 0.3},
     # config.yaml's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
-             "model.temporal_zero_init": True, "model.init_std": 0.3},
+             "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
     "joint": {},
     "generated": {},
     # the transformer reader (memnet.transformer): 2 layers, chosen on qa1/qa2/qa16's valid split
