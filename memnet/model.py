@@ -11,6 +11,12 @@ The question is embedded as u^1 = Σ_j l_j · B q_j. Then, for hops k = 1..K:
             = H u^k + o                     layer-wise tying: A^k = A^1, C^k = C^1
     â_k = softmax(W u^{k+1})                the answer had the model stopped after hop k
 
+With null_memory (the default), the softmax has one more entry, an empty memory with score
+0 that reads nothing, so p_i sums to less than 1 when a hop finds nothing worth reading: the
+paper's code has this in effect (its padding slots are zero vectors inside its softmax), and
+the yes/no tasks (qa6, qa9, qa10) need it. Slot 0 of the memory tensors, the question's,
+plays that part.
+
 l_j is the position encoding l_kj = (1 - j/J) - (k/d)(1 - 2j/J) (1 for bag of words). T(i) is
 the temporal encoding of a memory's age i (slot i, see memnet.data). Answer classes are
 answer strings; a class's row of W is the sum of its words' rows, so single-word answers
