@@ -60,6 +60,7 @@ class Table:
     label: str = ""  # where the question comes from, e.g. "test #12"
     step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
+    heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
 
     @property
     def correct(self) -> bool | None:
@@ -90,12 +91,20 @@ def known_words_only(sample: Sample, vocab: Vocab) -> tuple[Sample, list[str]]:
 
 @torch.no_grad()
 def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: Sequence[Sample],
-                    labels: Sequence[str] | None = None) -> list[Table]:
-    """One Table per sample, from one batched forward pass (in chunks)."""
+                    labels: Sequence[str] | None = None, heads: bool = False) -> list[Table]:
+    """One Table per sample, from one batched forward pass (in chunks). With `heads` (a
+    transformer only), also the question's attention per layer and head: the Table's
+    attention averages them."""
     cleaned = [known_words_only(s, vocab) for s in samples]
     memory_size = cfg.data.memory_size
     batch = encode_samples([c for c, _ in cleaned], vocab, memory_size)
     result = predict(model, batch)
+    if heads:
+        if not hasattr(model, "read"):
+            raise MemnetError("--heads: a memory network has one attention per hop and no heads; "
+                              "a transformer model has them")
+        with torch.no_grad():
+            per_head = model.read(batch).heads  # (N, L, H, M)
     masking = cfg.model.masking if cfg.model.type == "memn2n" else "off"  # a memory network's switch only
     null = cfg.model.type == "memn2n" and cfg.model.null_memory  # the rest of a hop's weight went to the null memory
     probs = result.logits.softmax(-1)  # (N, A)
@@ -128,6 +137,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             label=labels[r] if labels is not None else "",
             step="hop" if cfg.model.type == "memn2n" else "layer",
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
+            heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
         ))
     return tables
 
@@ -211,6 +221,11 @@ def render_text(table: Table, color: bool = False) -> str:
     if table.correct is not None:
         summary[0] = paint(summary[0], "good" if table.correct else "bad")
     out += summary
+    if table.heads:
+        out += ["per head (the columns above average them):",
+                f"{'id':>{id_w}}  " + "".join(f"  {f'L{k + 1} H{h + 1}':>6}" for k, layer in enumerate(table.heads) for h in range(len(layer)))]
+        for row, (line_id, _) in enumerate(table.memories):
+            out.append(f"{line_id:>{id_w}}  " + "".join(f"  {head[row]:6.2f}" for layer in table.heads for head in layer))
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order"
                + ("; (nothing): the null memory, which reads nothing" if any(w >= 0.005 for w in table.nothing) else ""))
@@ -238,6 +253,11 @@ def render_markdown(table: Table) -> str:
         out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
     if any(w >= 0.005 for w in table.nothing):
         out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + " |")
+    if table.heads:
+        names = [f"L{k + 1} H{h + 1}" for k, layer in enumerate(table.heads) for h in range(len(layer))]
+        out += ["", "| sentence | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
+        out += [f"| {line_id} {_md_escape(sentence)} | " + " | ".join(f"{head[row]:.2f}" for layer in table.heads for head in layer) + " |"
+                for row, (line_id, sentence) in enumerate(table.memories)]
     out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {_md_escape(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
     return "\n".join(out) + "\n"
@@ -261,6 +281,7 @@ def to_dict(table: Table) -> dict:
         "memories": [{"id": i, "text": t, "gold": table.gold(row)} for row, (i, t) in enumerate(table.memories)],
         "attention": table.attention,
         "nothing": table.nothing,
+        **({"heads": table.heads} if table.heads else {}),
         "chosen": [ids[row] for row in table.chosen],
         "masked": [[ids[row] for row in hop] for hop in table.masked],
         "support": [ids[row] for row in table.support],

@@ -160,6 +160,7 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
     (["--story", "{tmp}/only_question.txt"], "no sentences before the question"),
     (["--story", "{tmp}/missing.txt"], "cannot read story file"),
     (["--format", "png"], "needs --out"),
+    (["--heads"], "a memory network has one attention per hop and no heads"),
 ])
 def test_errors_are_one_line(capsys, inspect_run, tmp_path, args, message):
     (tmp_path / "corrupt.pt").write_bytes(b"not a checkpoint")

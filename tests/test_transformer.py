@@ -133,6 +133,14 @@ def test_train_and_eval_cli(generated, tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["n"] == 200 and 0 <= metrics["accuracy"] <= 1 and len(metrics["hop_accuracy"]) == 3
+    # the question's attention per layer and head; the table's columns are their mean
+    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--heads", "--format", "json"]) == 0
+    table = json.loads(capsys.readouterr().out)
+    heads = torch.tensor(table["heads"])  # (layers taken, heads, memories)
+    assert heads.shape == (table["hops_used"], cfg.model.heads, len(table["memories"]))
+    assert torch.allclose(heads.sum(-1), torch.ones(())) and torch.allclose(heads.mean(1), torch.tensor(table["attention"]), atol=1e-5)
+    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--heads"]) == 0
+    assert "L1 H1" in capsys.readouterr().out
 
 
 def test_masking_with_a_transformer_is_a_clear_error(generated, tmp_path, capsys):

@@ -31,6 +31,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="write to this file instead of standard output (required for png)")
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
                    help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    p.add_argument("--heads", action="store_true",
+                   help="transformer models: also the question's attention per layer and head (text, markdown, json)")
     p.set_defaults(func=cmd_inspect)
 
     p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
@@ -93,12 +95,13 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         raise MemnetError("--format png draws one question; drop --all")
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     if args.story:
-        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)], [Path(args.story).name])
+        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)], [Path(args.story).name],
+                                         heads=args.heads)
     else:
         _, _, questions = _questions(args, cfg)
         if args.all:
             tables = inspect.inspect_samples(model, vocab, cfg, questions,
-                                             [f"{args.split} #{i}" for i in range(len(questions))])
+                                             [f"{args.split} #{i}" for i in range(len(questions))], heads=args.heads)
             total, wrong = len(tables), sum(t.correct is False for t in tables)
             if args.wrong_only:
                 tables = [t for t in tables if t.correct is False]
@@ -110,7 +113,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
             if not 0 <= args.index < len(questions):
                 raise MemnetError(f"--index {args.index} is out of range: the {args.split} split has "
                                   f"{len(questions)} questions (0..{len(questions) - 1})")
-            tables = inspect.inspect_samples(model, vocab, cfg, [questions[args.index]], [f"{args.split} #{args.index}"])
+            tables = inspect.inspect_samples(model, vocab, cfg, [questions[args.index]], [f"{args.split} #{args.index}"],
+                                             heads=args.heads)
     _warn(tables)
     if args.format == "png":
         inspect.heatmap(tables[0], args.out)
