@@ -131,6 +131,14 @@ class Batch:
         return dataclasses.replace(self, story=self.story[..., :m, :j], query=self.query[..., :q],
                                    time=self.time[..., :m], bags=None if self.bags is None else self.bags[..., :m + 1, :])
 
+    def trim_memory(self) -> Batch:
+        """Drop the memory slots no row of this batch fills: a step costs in proportion to them."""
+        m = max(int(self.length.max()), 1)
+        if m == self.story.shape[-2]:
+            return self
+        return dataclasses.replace(self, story=self.story[..., :m, :], time=self.time[..., :m],
+                                   bags=None if self.bags is None else self.bags[..., :m + 1, :])
+
     def to(self, device: str | torch.device) -> Batch:
         return Batch(*(None if t is None else t.to(device) for t in self._fields()))
 

@@ -303,7 +303,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M) this epoch's ages
             total = torch.zeros((), device=device)
             for batch in shuffled.split(batch_size, 1):  # fields (S, B, ...): views
-                loss = model(batch).loss
+                loss = model(batch.trim_memory()).loss
                 loss.backward()
                 _sgd_step(params, lr, tc.max_grad_norm)
                 total += loss.detach()
