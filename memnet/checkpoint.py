@@ -42,7 +42,7 @@ def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
 
 # switches added after checkpoints were first written, with the behaviour of a checkpoint
 # that predates them (the dataclass default may differ: it is for new runs)
-_BEFORE = {"model": {"null_memory": False, "vocabulary_softmax": False}}
+_BEFORE = {"model": {"null_memory": False, "vocabulary_softmax": False, "phrase_answers": False}}
 
 
 def read(path: str | os.PathLike) -> dict[str, Any]:

@@ -47,6 +47,9 @@ class ModelConfig:
     answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
     # the answer softmax covers every vocabulary word (the paper), not only the answers seen in training
     vocabulary_softmax: bool = False
+    # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
+    # its words' rows (which gives 'n,e' and 'e,n' the same score)
+    phrase_answers: bool = True
     # an empty memory every hop may attend to (score 0, reads nothing), so a hop can find nothing;
     # the paper's code has it in effect (its padding slots are zero vectors the softmax includes)
     null_memory: bool = True

@@ -51,9 +51,12 @@ class Vocab:
         self.answer_index = {a: i for i, a in enumerate(self.answers)}
 
     @classmethod
-    def build(cls, samples: Iterable[Sample], every_word: bool = False) -> Vocab:
-        """The words and answers of `samples`; with `every_word`, every word is also an answer
-        class (the paper's softmax over the whole vocabulary), beside the answers seen."""
+    def build(cls, samples: Iterable[Sample], every_word: bool = False, phrases: bool = False) -> Vocab:
+        """The words and answers of `samples`. With `every_word`, every word is also an answer
+        class (the paper's softmax over the whole vocabulary), beside the answers seen. With
+        `phrases`, an answer of several words ('n,e') is one more vocabulary word, so its class
+        has its own row of W (as in the paper's code) instead of the sum of its words' rows, which
+        cannot tell 'n,e' from 'e,n'; a story never contains it."""
         words, answers = set(), set()
         for s in samples:
             for line in (*s.facts, s.question):
@@ -61,7 +64,8 @@ class Vocab:
             answer = normalize_answer(s.question.answer)
             answers.add(answer)
             words.update(answer.split(","))  # answer words are vocabulary words: W is tied to C^K
-        return cls([PAD, UNK, *sorted(words)], sorted(answers | words if every_word else answers))
+        multi = {a for a in answers if "," in a} if phrases else set()
+        return cls([PAD, UNK, *sorted(words | multi)], sorted(answers | words if every_word else answers))
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -79,8 +83,9 @@ class Vocab:
                        for w in tokenize(line.text) if w not in self.stoi})
 
     def answer_words(self) -> list[list[int]]:
-        """Word ids of each answer class: 'apple,football' -> [id(apple), id(football)]."""
-        return [[self.stoi.get(w, 1) for w in a.split(",")] for a in self.answers]
+        """Word ids of each answer class: 'apple,football' -> [id(apple), id(football)], or
+        [id('apple,football')] when the vocabulary holds the phrase as a word (see `build`)."""
+        return [[self.stoi[a]] if a in self.stoi else [self.stoi.get(w, 1) for w in a.split(",")] for a in self.answers]
 
     def to_dict(self) -> dict:
         return {"itos": self.itos, "answers": self.answers}

@@ -212,7 +212,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
 
     splits = read_splits(cfg.data.dir, tasks_of(cfg), cfg.data.valid_fraction)
     vocab = Vocab.from_dict(state["vocab"]) if state else Vocab.build(
-        (s for ss in splits["train"].values() for s in ss), every_word=cfg.model.vocabulary_softmax)
+        (s for ss in splits["train"].values() for s in ss), every_word=cfg.model.vocabulary_softmax,
+        phrases=cfg.model.phrase_answers)
     data = {name: encode_tasks(s, vocab, cfg.data.memory_size) for name, s in splits.items()}
     if data["train"] is None or data["valid"] is None:
         raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")

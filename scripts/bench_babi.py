@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # memnet/config.py cannot silently change the "paper" row
 PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0,
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
-         "model.null_memory": True, "model.vocabulary_softmax": False}
+         "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     # the paper's recipe with padding masked and no null memory: a hop must read something

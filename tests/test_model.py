@@ -68,6 +68,18 @@ def test_vocabulary_softmax_makes_every_word_an_answer_class(data):
     assert model(batch).logits.shape == (3, len(full.itos) - 2)
 
 
+def test_phrase_answers_get_their_own_row():
+    story = "1 Mary went to the kitchen.\n2 Where is Mary?\tkitchen\t1\n3 What is Mary carrying?\tapple,milk\t1\n"
+    samples = list(babi.samples(babi.parse_lines(story.splitlines())))
+    summed, own = Vocab.build(samples), Vocab.build(samples, phrases=True)
+    assert summed.answers == own.answers == ["apple,milk", "kitchen"]
+    assert summed.answer_words()[0] == [summed.stoi["apple"], summed.stoi["milk"]]  # 'milk,apple' would score the same
+    assert own.answer_words() == [[own.stoi["apple,milk"]], [own.stoi["kitchen"]]]
+    batch = encode_samples(samples, own, memory_size=50)
+    assert own.stoi["apple,milk"] not in batch.story  # a story never holds the phrase
+    assert make(own)(batch).logits.shape == (2, 2)
+
+
 def test_truncated_memory_drops_old_supporting_facts(data):
     samples, vocab, _ = data
     batch = encode_samples(samples, vocab, memory_size=2)
@@ -212,7 +224,8 @@ def test_a_checkpoint_from_before_the_null_memory_loads_without_it(data, tmp_pat
     cfg = load(None, {"model.null_memory": False})
     model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
     old = cfg.to_dict()
-    del old["model"]["null_memory"], old["model"]["vocabulary_softmax"]  # as written before the switches existed
+    for key in ("null_memory", "vocabulary_softmax", "phrase_answers"):  # as written before the switches existed
+        del old["model"][key]
     checkpoint.write(tmp_path / "old.pt", {"state_dict": model.state_dict(), "config": old, "vocab": vocab.to_dict()})
     loaded, cfg2, _, _ = checkpoint.load(tmp_path / "old.pt")
     assert cfg2.model.null_memory is False and load(None, {}).model.null_memory is True  # new runs have it
