@@ -51,7 +51,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "sup": {"train.attention_supervision": 1.0},
     # the paper's recipe with T(i) starting at zero and a larger initial scale
     "zero": {"model.temporal_zero_init": True, "model.init_std": 0.3},
-    # config.yaml's setting: both ideas, the answer from each hop's read-out, T(i) from zero
+    # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
     "joint": {},
