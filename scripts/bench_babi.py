@@ -227,6 +227,12 @@ def table(results: dict[tuple[str, int], dict[str, Any]]) -> str:
     lines.append("| settings | " + " | ".join([*(usual[v] for v in variants), *([""] if gap else []),
                                                 *("published" for _ in PUBLISHED)]) + " |")
 
+    def code(v: str) -> str:  # the commits a column ran at, most records first
+        commits = Counter(r.get("commit", "") or "?" for (w, _), r in results.items() if w == v)
+        return ", ".join(f"{c} ({n})" if len(commits) > 1 else c for c, n in commits.most_common())
+    lines.append("| commit (tasks) | " + " | ".join([*(code(v) for v in variants), *([""] if gap else []),
+                                                      *("" for _ in PUBLISHED)]) + " |")
+
     lines += ["", "Hop accuracy (%) of hops 1/2/3 (the hop's most attended memory is the supporting fact of "
               "that step; – where the question has no such fact) · mean hops used", "",
               "| task | " + " | ".join(TITLES[v] for v in variants) + " |", "|" + "---|" * (len(variants) + 1)]
