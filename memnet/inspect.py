@@ -63,6 +63,11 @@ class Table:
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
 
     @property
+    def reads_nothing(self) -> bool:
+        """Some hop put a visible weight (0.005 or more) on the null memory."""
+        return any(w >= 0.005 for w in self.nothing)
+
+    @property
     def correct(self) -> bool | None:
         return None if self.answer is None else normalize_answer(self.answer) == self.prediction
 
@@ -215,7 +220,7 @@ def render_text(table: Table, color: bool = False) -> str:
         gold = table.gold(row)
         cells = "".join("  " + paint(f"{text:>7}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
         out.append(f"{line_id:>{id_w}}  {sentence:<{text_w}}  " + paint(f"{gold if gold else '':>4}", "gold") + cells)
-    if any(w >= 0.005 for w in table.nothing):
+    if table.reads_nothing:
         out.append(f"{'':>{id_w}}  {'(nothing)':<{text_w}}      " + "".join(f"  {f' {w:.2f} ':>7}" for w in table.nothing))
     summary = _summary_lines(table)
     if table.correct is not None:
@@ -228,7 +233,7 @@ def render_text(table: Table, color: bool = False) -> str:
             out.append(f"{line_id:>{id_w}}  " + "".join(f"  {head[row]:6.2f}" for layer in table.heads for head in layer))
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order"
-               + ("; (nothing): the null memory, which reads nothing" if any(w >= 0.005 for w in table.nothing) else ""))
+               + ("; (nothing): the null memory, which reads nothing" if table.reads_nothing else ""))
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -251,7 +256,7 @@ def render_markdown(table: Table) -> str:
             kind = _cell(table, k, row)[1]
             cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
         out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
-    if any(w >= 0.005 for w in table.nothing):
+    if table.reads_nothing:
         out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + " |")
     if table.heads:
         names = [f"L{k + 1} H{h + 1}" for k, layer in enumerate(table.heads) for h in range(len(layer))]
