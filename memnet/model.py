@@ -43,8 +43,9 @@ weighted bag-of-words rows (built once per dataset, see MemN2N.bags) with the st
 [A^1, C^1 = A^2, ..., C^K]; T(i) is one more column of those rows (the age, one-hot, added
 at every step: random noise changes ages every epoch) and one more row block of the tables.
 The hops and that product run in _Reader, whose backward is written by hand: a CPU step is
-bound by per-operation overhead, and autograd's small nodes cost more than the arithmetic. Every parameter has a leading seed dimension S, so restarts
-train side by side as one model, each seed with its own initialisation.
+bound by per-operation overhead, and autograd's small nodes cost more than the arithmetic.
+Every parameter has a leading seed dimension S, so restarts train side by side as one model,
+each seed with its own initialisation.
 """
 from __future__ import annotations
 
