@@ -114,6 +114,12 @@ def samples(stories: Iterable[Story]) -> Iterator[Sample]:
                 facts.append(line)
 
 
+def official_dir(checkout: str | os.PathLike) -> Path:
+    """The official bAbI data for a checkout's scripts and tests: $MEMNET_BABI_DIR, else the
+    shared folder beside the checkout (../shared/babi, as CI lays it out)."""
+    return Path(os.environ.get("MEMNET_BABI_DIR", Path(checkout).parent / "shared" / "babi"))
+
+
 def tokenize(text: str) -> list[str]:
     """Lower-cased words without punctuation: 'What colour is Greg?' -> ['what', 'colour', 'is', 'greg']."""
     return _WORD.findall(text.lower())

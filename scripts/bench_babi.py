@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import time
@@ -87,7 +86,7 @@ REFERENCES = [  # published mean test error on the 20 tasks with 1k questions ea
 
 
 def default_data() -> Path:
-    return Path(os.environ.get("MEMNET_BABI_DIR", ROOT.parent / "shared" / "babi")) / "en-valid"
+    return babi.official_dir(ROOT) / "en-valid"
 
 
 def commit() -> str:

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:
-    default_data = Path(os.environ.get("MEMNET_BABI_DIR", ROOT.parent / "shared" / "babi")) / "en-valid"
+    default_data = babi.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(default_data), help="bAbI folder (default: en-valid of MEMNET_BABI_DIR)")
     parser.add_argument("--tasks", default="1,16", help="tasks: 1,16 or a range like 1-20 (default: 1,16)")

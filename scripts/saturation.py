@@ -14,7 +14,6 @@ training the task's default transformer (2 layers, 2 heads, d = 20) with and wit
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 import torch
@@ -33,7 +32,7 @@ def row(label: str, sat: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    default_data = Path(os.environ.get("MEMNET_BABI_DIR", ROOT.parent / "shared" / "babi")) / "en-valid"
+    default_data = babi.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default=str(default_data), help="bAbI folder (default: en-valid of MEMNET_BABI_DIR)")
     parser.add_argument("--task", default="1", help="task number (default: 1)")

@@ -1,10 +1,11 @@
-import os
 from pathlib import Path
 
 import pytest
 
+from memnet import babi
+
 ROOT = Path(__file__).resolve().parents[1]
-BABI = Path(os.environ.get("MEMNET_BABI_DIR", ROOT.parent / "shared" / "babi"))
+BABI = babi.official_dir(ROOT)
 
 
 @pytest.fixture(scope="session")
