@@ -82,8 +82,13 @@ class TrainConfig:
     joint_dim: int = 50
     joint_epochs: int = 60
     joint_lr_decay_every: int = 15
-    threads: int = 1  # torch threads; steps are many small operations, where more threads only wait
+    # threads: torch's (its steps are many small operations, where more threads only wait),
+    # and how many seeds the compiled loop (train.backend) trains at once
+    threads: int = 1
     device: str = "cpu"
+    # auto: the compiled training loop (memnet.fast, Numba) where it covers the model, else
+    # torch's; numba or torch to insist on one (numba fails clearly where it does not cover it)
+    backend: str = "auto"
 
 
 @dataclass
@@ -106,6 +111,7 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout"),
+    "train.backend": ("auto", "numba", "torch"),
 }
 
 

@@ -155,8 +155,15 @@ def encode_samples(samples: Sequence[Sample], vocab: Vocab, memory_size: int, ta
     """Tensors for any list of samples (files, generated data or a hand-written story)."""
     n = len(samples)
     memories = [s.facts[-memory_size:][::-1] for s in samples]  # most recent first
-    sentences = [[vocab.encode(f.text) for f in mem] for mem in memories]
-    queries = [vocab.encode(s.question.text) for s in samples]
+    encoded: dict[str, list[int]] = {}  # the questions of a story share its sentences: encode each once
+
+    def encode(text: str) -> list[int]:
+        if text not in encoded:
+            encoded[text] = vocab.encode(text)
+        return encoded[text]
+
+    sentences = [[encode(f.text) for f in mem] for mem in memories]
+    queries = [encode(s.question.text) for s in samples]
     m = max([len(mem) for mem in memories] + [1])
     j = max([len(w) for sent in sentences for w in sent] + [1])
     q = max([len(w) for w in queries] + [1])

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from tqdm import tqdm
 
-from memnet import babi, checkpoint
+from memnet import babi, checkpoint, fast
 from memnet.config import Config, ConfigError, from_dict
 from memnet.data import Batch, Vocab, concat, encode_samples
 from memnet.errors import MemnetError
@@ -283,6 +283,14 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             with open(out / "metrics.jsonl", "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
 
+    stepper = None  # the compiled training loop, where it covers the model (memnet.fast)
+    if tc.backend != "torch":
+        why = fast.unsupported(model, tc.attention_supervision, device)
+        if why is None:
+            stepper = fast.Stepper(model, train_data, tc.max_grad_norm, tc.threads)
+        elif tc.backend == "numba":
+            raise ConfigError(f"train.backend: numba does not cover {why}; use auto or torch")
+
     N, M = len(train_data), train_data.story.shape[1]
     # linear start, before the schedule: no attention softmax, at linear_start_lr (a model
     # without a softmax-free phase, the transformer, skips it)
@@ -300,15 +308,20 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             lr = tc.linear_start_lr if model.linear else tc.lr * 0.5 ** ((epoch - linear_epochs) // tc.lr_decay_every)
             order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
             times = torch.stack([_random_noise_time(N, M, tc.random_noise, g) for g in generators]).to(device)  # (S, N, M)
-            shuffled = train_data.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
-            shuffled.time = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M) this epoch's ages
-            total = torch.zeros((), device=device)
-            for batch in shuffled.split(batch_size, 1):  # fields (S, B, ...): views
-                loss = model(batch.trim_memory()).loss
-                loss.backward()
-                _sgd_step(params, lr, tc.max_grad_norm)
-                total += loss.detach()
-                step += 1
+            ages = times.gather(1, order[..., None].expand(S, N, M))  # (S, N, M) this epoch's ages, in that order
+            if stepper is not None:
+                total, steps = stepper.epoch(order.numpy(), ages.numpy(), lr, batch_size, model.linear)
+                step += steps
+            else:
+                shuffled = train_data.index(order)  # fields (S, N, ...): each seed's epoch, shuffled once
+                shuffled.time = ages
+                total = torch.zeros((), device=device)
+                for batch in shuffled.split(batch_size, 1):  # fields (S, B, ...): views
+                    loss = model(batch.trim_memory()).loss
+                    loss.backward()
+                    _sgd_step(params, lr, tc.max_grad_norm)
+                    total += loss.detach()
+                    step += 1
             epoch_loss = float(total) / N / S  # per question
             bar.set_postfix(loss=f"{epoch_loss:.4f}")
             if (epoch + 1) % tc.eval_every == 0 or epoch + 1 == epochs:

@@ -1,0 +1,264 @@
+"""MemN2N's training loop compiled with Numba: the same forward pass, backward pass and SGD
+update as memnet.model._Reader and memnet.train._sgd_step, without their per-operation cost.
+
+A step of the paper's model (d = 20, batch 32, stories of ten sentences) is a few hundred
+thousand multiply-adds. PyTorch spends ~5 µs dispatching each of its ~400 operations per
+step, NumPy ~2 µs for each of ~100; the arithmetic itself takes less than either. So the
+trainer hands whole epochs to the compiled loops below whenever the model's configuration is
+one they cover (`unsupported` says which), and keeps the torch model for everything else.
+The arrays here are NumPy views of the torch parameters (they share memory): an update here
+is the torch model's update, and evaluation, checkpoints and inspection read the same weights.
+
+Covered: model.type memn2n with adjacent tying, bag of words or position encoding, temporal
+encoding, masking off or hard, the null memory, answers from the state or the read-out, linear
+start, any number of seeds (trained in parallel on train.threads threads). Not covered (the trainer
+uses torch): layer-wise tying, soft masking, the stopping rule, attention supervision, a
+device other than the CPU.
+
+Per question the loops follow the equations of memnet.model with the sentences kept sparse,
+as word ids and their position-encoding weights (a_j, c_j), so that l_kj = a_j + e_k c_j and
+
+    x[i, t] = Σ_j l_j · emb[w_ij, table t] + T(age_i)[table t]      m_i (t = k), c_i (t = k+1)
+
+Tables (adjacent tying) are column blocks of emb: [A^1 = B, C^1 = A^2, ..., C^K = W^T].
+Slot 0 holds the question (only its table 0, u^1 = B q, is used); with the null memory it is
+also the empty memory every hop may attend to: score 0, and nothing to read.
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from memnet.data import Batch
+
+
+def unsupported(model: torch.nn.Module, attention_supervision: float, device: torch.device) -> str | None:
+    """Why this module cannot train `model`, or None when it can."""
+    from memnet.model import MemN2N  # here: memnet.model is the reference this module follows
+
+    if not isinstance(model, MemN2N):
+        return f"model.type {model.cfg.type}"
+    cfg = model.cfg
+    reasons = [(cfg.tying != "adjacent", "layer-wise tying"), (cfg.masking == "soft", "soft masking"),
+               (cfg.stopping, "the stopping rule"), (attention_supervision > 0, "attention supervision"),
+               (device.type != "cpu", f"device {device}")]
+    return next((why for bad, why in reasons if bad), None)
+
+
+class Stepper:
+    """Trains a MemN2N in place on one dataset (the trainer's Batch of training questions)."""
+
+    def __init__(self, model: torch.nn.Module, data: Batch, max_grad_norm: float, threads: int = 1):
+        cfg = model.cfg
+        self.cfg, self.max_grad_norm, self.threads = cfg, max_grad_norm, threads
+        self.emb = model.emb.detach().numpy()  # (S, V, T*d) shares memory with the parameter
+        S, _, Td = self.emb.shape
+        # without temporal encoding, an empty table keeps the compiled loops' types fixed
+        self.temporal = model.temporal.detach().numpy() if cfg.temporal else np.zeros((S, 0, Td), np.float32)
+        self.answer_bag = model.answer_bag.numpy()  # (A, V) the words of each answer class
+        L = max(data.story.shape[-1], data.query.shape[-1])
+        words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
+                           F.pad(data.story, (0, L - data.story.shape[-1]))], 1)  # (N, M+1, L) slot 0 the question
+        real = words != 0  # real words come first
+        n_words = real.sum(-1)  # (N, M+1)
+        r = torch.arange(1, L + 1) / n_words.clamp(min=1)[..., None]  # (N, M+1, L) j/J
+        if cfg.encoding == "pe":
+            coef = torch.stack([1 - r, 2 * r - 1], -1)  # (N, M+1, L, 2) a_j = 1 - j/J, c_j = 2j/J - 1
+        else:
+            coef = torch.stack([torch.ones_like(r), torch.zeros_like(r)], -1)  # bag of words: l_j = 1
+        self.words = words.int().numpy()  # (N, M+1, L)
+        self.coef = (coef * real[..., None]).float().numpy()  # (N, M+1, L, 2)
+        self.n_words = n_words.int().numpy()  # (N, M+1)
+        self.length = data.length.int().numpy()  # (N,)
+        self.answer = data.answer.int().numpy()  # (N,)
+
+    def epoch(self, order: np.ndarray, ages: np.ndarray, lr: float, batch_size: int, linear: bool) -> tuple[float, int]:
+        """One pass over the data: order (S, N) each seed's question order, ages (S, N, M)
+        each question's memory ages in that order. Returns the summed loss and the steps taken.
+        Seeds are independent (their own parameters and order): with threads > 1 they train in
+        parallel (the compiled loop runs without Python's lock)."""
+        cfg = self.cfg
+        order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
+
+        def seed_epoch(s: int) -> float:
+            return _seed_epoch(self.emb[s], self.temporal[s], self.answer_bag, self.words, self.coef, self.n_words,
+                               self.length, self.answer, order[s], ages[s], np.float32(lr), batch_size, linear,
+                               cfg.masking == "hard", cfg.null_memory, cfg.answer_from == "readout",
+                               np.float32(self.max_grad_norm), cfg.hops, cfg.dim)
+
+        seeds = range(len(order))
+        if self.threads > 1 and len(seeds) > 1:
+            with ThreadPoolExecutor(self.threads) as pool:
+                losses = list(pool.map(seed_epoch, seeds))
+        else:
+            losses = [seed_epoch(s) for s in seeds]
+        return sum(losses), -(-order.shape[1] // batch_size)
+
+    def step(self, idx: np.ndarray, ages: np.ndarray, lr: float, linear: bool) -> float:
+        """One SGD step on the questions idx (S, B) with memory ages (S, B, M); returns the
+        loss summed over questions and seeds."""
+        return self.epoch(idx, ages, lr, idx.shape[1], linear)[0]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _seed_epoch(emb, temporal, answer_bag, words, coef, n_words, length, answer, order, ages, lr, batch_size,
+                linear, masking, null, readout, max_norm, K, d):
+    """One seed's epoch: emb (V, T*d) and temporal (memory, T*d) are updated in place."""
+    V, Td = emb.shape
+    n_answers, n_ages, M1 = answer_bag.shape[0], temporal.shape[0], words.shape[1]
+    e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
+    g_emb, g_temporal = np.empty_like(emb), np.empty_like(temporal)
+    W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
+    g_W = np.empty((n_answers, d), np.float32)
+    x = np.empty((M1, Td), np.float32)  # x[i, t*d:(t+1)*d]: table t applied to slot i
+    g_x = np.empty((M1, Td), np.float32)
+    p = np.empty((K, M1), np.float32)  # attention of each hop (slot 0: nothing, the null memory reads nothing)
+    attends = np.empty((K, M1), np.bool_)  # slots each hop could attend to
+    u = np.empty((K + 1, d), np.float32)  # u^1 .. u^{K+1}
+    o = np.empty(d, np.float32)
+    final = np.empty(d, np.float32)  # what the answer reads: o^K or u^{K+1}
+    logits = np.empty(n_answers, np.float32)
+    g_final, g_u, g_o = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)
+    g_p = np.empty(M1, np.float32)
+    total = 0.0
+    N = order.shape[0]
+    for start in range(0, N, batch_size):
+        g_emb[:] = 0.0
+        g_temporal[:] = 0.0
+        g_W[:] = 0.0
+        W[:] = 0.0
+        for a in range(n_answers):
+            for v in range(V):
+                if answer_bag[a, v] != 0.0:
+                    for k in range(d):
+                        W[a, k] += answer_bag[a, v] * emb[v, Td - d + k]
+        for b in range(start, min(start + batch_size, N)):
+            q = order[b]
+            L = length[q]
+            # x: every table applied to every memory, and table 0 (B) to the question
+            for i in range(L + 1):
+                columns = d if i == 0 else Td
+                x[i] = 0.0
+                for j in range(n_words[q, i]):
+                    w, a_j, c_j = words[q, i, j], coef[q, i, j, 0], coef[q, i, j, 1]
+                    for tk in range(columns):
+                        x[i, tk] += (a_j + e[tk] * c_j) * emb[w, tk]
+                if i > 0 and n_ages > 0:
+                    age = min(ages[b, i - 1], n_ages - 1)
+                    for tk in range(Td):
+                        x[i, tk] += temporal[age, tk]
+            u[0] = x[0, :d]  # u^1 = B q
+            attends[:, 0] = False
+            attends[0, 1:L + 1] = True
+            for hop in range(K):
+                if hop > 0:
+                    attends[hop] = attends[hop - 1]
+                    if masking:  # the memory the last hop chose (its argmax) is blocked from now on
+                        best, choice = 0.0, 0
+                        for i in range(1, L + 1):
+                            if p[hop - 1, i] > best:
+                                best, choice = p[hop - 1, i], i
+                        attends[hop, choice] = False
+                # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
+                p[hop] = 0.0
+                top = np.float32(0.0 if null else -np.inf)
+                for i in range(1, L + 1):
+                    if attends[hop, i]:
+                        score = np.float32(0.0)
+                        for k in range(d):
+                            score += u[hop, k] * x[i, hop * d + k]
+                        p[hop, i] = score
+                        top = max(top, score)
+                if not linear:  # linear start: p_i = u^k · m_i
+                    norm = np.exp(-top) if null else np.float32(0.0)
+                    for i in range(1, L + 1):
+                        if attends[hop, i]:
+                            p[hop, i] = np.exp(p[hop, i] - top)
+                            norm += p[hop, i]
+                    for i in range(1, L + 1):
+                        if attends[hop, i]:
+                            p[hop, i] /= norm
+                o[:] = 0.0  # o = Σ_i p_i c_i
+                for i in range(1, L + 1):
+                    if attends[hop, i]:
+                        for k in range(d):
+                            o[k] += p[hop, i] * x[i, (hop + 1) * d + k]
+                for k in range(d):
+                    u[hop + 1, k] = u[hop, k] + o[k]  # u^{k+1} = u^k + o
+            if readout:
+                final[:] = o
+            else:
+                final[:] = u[K]
+
+            target = answer[q]
+            if target < 0:  # no answer among the classes: no loss, no gradient
+                continue
+            # cross-entropy of softmax(W final), and its gradient
+            top = np.float32(-np.inf)
+            for a in range(n_answers):
+                logit = np.float32(0.0)
+                for k in range(d):
+                    logit += W[a, k] * final[k]
+                logits[a] = logit
+                top = max(top, logit)
+            norm = np.float32(0.0)
+            for a in range(n_answers):
+                norm += np.exp(logits[a] - top)
+            total += np.log(norm) - (logits[target] - top)
+            g_final[:] = 0.0
+            for a in range(n_answers):
+                g_logit = np.exp(logits[a] - top) / norm - np.float32(1.0 if a == target else 0.0)
+                for k in range(d):
+                    g_W[a, k] += g_logit * final[k]
+                    g_final[k] += g_logit * W[a, k]
+
+            # backward through the hops
+            g_x[:L + 1] = 0.0
+            g_u[:] = 0.0
+            if not readout:
+                g_u[:] = g_final  # ∂u^{K+1}
+            for hop in range(K - 1, -1, -1):
+                g_o[:] = g_u  # ∂o^k = ∂u^{k+1}
+                if readout and hop == K - 1:
+                    g_o += g_final
+                weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
+                for i in range(1, L + 1):
+                    if attends[hop, i]:
+                        g_p[i] = 0.0
+                        for k in range(d):
+                            g_x[i, (hop + 1) * d + k] += p[hop, i] * g_o[k]  # ∂c_i = p_i ∂o
+                            g_p[i] += x[i, (hop + 1) * d + k] * g_o[k]  # ∂p_i = c_i · ∂o
+                        weighted += p[hop, i] * g_p[i]
+                for i in range(1, L + 1):
+                    if attends[hop, i]:
+                        g_score = g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)
+                        for k in range(d):
+                            g_x[i, hop * d + k] += g_score * u[hop, k]  # ∂m_i = ∂score_i u^k
+                            g_u[k] += g_score * x[i, hop * d + k]  # ∂u^k = ∂u^{k+1} + Σ_i ∂score_i m_i
+            g_x[0, :d] += g_u  # u^1 = B q
+            # the tables' gradient, back through the sparse sentences
+            for i in range(L + 1):
+                columns = d if i == 0 else Td
+                for j in range(n_words[q, i]):
+                    w, a_j, c_j = words[q, i, j], coef[q, i, j, 0], coef[q, i, j, 1]
+                    for tk in range(columns):
+                        g_emb[w, tk] += (a_j + e[tk] * c_j) * g_x[i, tk]
+                if i > 0 and n_ages > 0:
+                    age = min(ages[b, i - 1], n_ages - 1)
+                    for tk in range(Td):
+                        g_temporal[age, tk] += g_x[i, tk]
+        for a in range(n_answers):  # W = answer_bag C^K
+            for v in range(V):
+                if answer_bag[a, v] != 0.0:
+                    for k in range(d):
+                        g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
+        # SGD, with this seed's gradient norm clipped at max_norm
+        norm = np.sqrt(np.sum(g_emb.astype(np.float64) ** 2) + np.sum(g_temporal.astype(np.float64) ** 2))
+        step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
+        emb -= step * g_emb
+        temporal -= step * g_temporal
+    return total

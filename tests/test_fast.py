@@ -1,0 +1,95 @@
+"""The compiled training loop (memnet.fast) against the torch model it must match step for step."""
+import pytest
+import torch
+
+from memnet import babi, config
+from memnet.config import ConfigError, ModelConfig
+from memnet.data import Vocab, encode_samples
+from memnet.fast import Stepper, unsupported
+from memnet.model import build_model
+from memnet.train import _sgd_step, train
+
+from test_model import STORY
+from test_train import quick, tiny  # noqa: F401 (a fixture)
+
+COVERED = [
+    {},
+    {"masking": "hard"},
+    {"answer_from": "readout", "masking": "hard", "temporal_zero_init": True},
+    {"encoding": "bow", "temporal": False},
+    {"null_memory": False},
+    {"null_memory": False, "masking": "hard", "hops": 4},
+]
+
+
+@pytest.fixture(scope="module")
+def data():
+    samples = list(babi.samples(babi.parse_lines(STORY.splitlines())))
+    vocab = Vocab.build(samples, phrases=True)
+    return vocab, encode_samples(samples, vocab, memory_size=8)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("kw", COVERED)
+def test_a_step_is_the_torch_models_step(data, kw, linear):
+    # two seeds, each on its own rows and ages; one SGD step with clipping at a norm the
+    # gradients exceed, so the per-seed clipping is exercised too
+    vocab, batch = data
+    model = build_model(ModelConfig(dim=6, **kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
+                        memory_size=8, seeds=2)
+    model.linear = linear
+    idx = torch.tensor([[2, 0, 1], [1, 2, 2]])  # (S, B)
+    ages = torch.arange(batch.story.shape[1]).expand(2, 3, -1) + torch.tensor([[[0], [1], [0]], [[2], [0], [1]]])
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+
+    rows = model.prepare(batch).index(idx)
+    rows.time = ages
+    loss = model(rows).loss
+    loss.backward()
+    _sgd_step(list(model.parameters()), lr=0.05, max_norm=0.5)
+    expected = {k: v.clone() for k, v in model.state_dict().items()}
+
+    model.load_state_dict(before)
+    fast_loss = Stepper(model, batch, max_grad_norm=0.5).step(idx.numpy(), ages.numpy(), 0.05, linear)
+    assert fast_loss == pytest.approx(float(loss.detach()), rel=1e-5)
+    for name, value in model.state_dict().items():
+        assert not torch.equal(value, before[name]) or name == "temporal" and kw.get("temporal") is False
+        assert torch.allclose(value, expected[name], atol=1e-6), name
+
+
+def test_what_it_does_not_cover_is_named(data):
+    vocab, _ = data
+    for kw, why in [({"tying": "layerwise"}, "layer-wise tying"), ({"masking": "soft"}, "soft masking"),
+                    ({"stopping": True}, "the stopping rule"), ({"type": "transformer"}, "model.type transformer")]:
+        model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+        assert unsupported(model, 0.0, torch.device("cpu")) == why
+    model = build_model(ModelConfig(), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+    assert unsupported(model, 0.0, torch.device("cpu")) is None
+    assert unsupported(model, 1.0, torch.device("cpu")) == "attention supervision"
+
+
+def test_training_with_it_is_training_with_torch(tiny):  # noqa: F811
+    # the whole trainer, linear start included: the same seeds, data order and noise give
+    # the same weights (to float rounding) and the same accuracy
+    overrides = {"train.epochs": 3, "train.linear_start_epochs": 2, "train.restarts": 2, "train.eval_every": 5}
+    results = {backend: train(quick(tiny, **overrides, **{"train.backend": backend}), progress=False)
+               for backend in ("numba", "torch")}
+    assert results["numba"]["valid_accuracy_per_seed"] == results["torch"]["valid_accuracy_per_seed"]
+    numba_state, torch_state = (results[b]["model"].state_dict() for b in ("numba", "torch"))
+    for name in torch_state:
+        assert torch.allclose(numba_state[name], torch_state[name], atol=1e-4), name
+
+
+def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):  # noqa: F811
+    runs = [train(quick(tiny, **{"train.epochs": 2, "train.restarts": 3, "train.threads": threads}), progress=False)
+            for threads in (1, 2)]
+    assert runs[0]["valid_accuracy_per_seed"] == runs[1]["valid_accuracy_per_seed"]
+    for name, value in runs[0]["model"].state_dict().items():
+        assert torch.equal(value, runs[1]["model"].state_dict()[name]), name
+
+
+def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):  # noqa: F811
+    with pytest.raises(ConfigError, match="train.backend: numba does not cover the stopping rule; use auto or torch"):
+        train(quick(tiny, **{"train.backend": "numba", "model.stopping": True}), progress=False)
+    with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
+        config.load(None, {"train.backend": "numpy"})
