@@ -40,6 +40,9 @@ class ModelConfig:
     temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
     init_std: float = 0.1
+    # memory network: odd seeds start from the paper's initialisation (N(0, 0.1), random T(i))
+    # whatever init_std and temporal_zero_init say; the best seed on validation chooses
+    alternate_init: bool = False
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this

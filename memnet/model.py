@@ -35,6 +35,9 @@ memnet's ideas, each a config switch:
   reads o^k too.
 - temporal_zero_init: T(i) starts at zero. A random T(i) makes "the most recent colour"
   (right half the time on qa16) the easiest thing to learn, a local optimum.
+- alternate_init: odd seeds (restarts) start as the paper's (N(0, 0.1), random T(i)), even
+  seeds as the config says; the best seed on validation then picks, per task, between the
+  two (T(i) from zero solves the induction chain, the paper's start suits qa2, qa3, qa11).
 
 Speed shapes the code: a sentence embedding under position encoding is rank 2,
 Σ_j l_kj A x_j = (Σ_j a_j A x_j) + e_k (Σ_j c_j A x_j) with a_j = 1 - j/J, c_j = 2j/J - 1,
@@ -45,7 +48,9 @@ at every step: random noise changes ages every epoch) and one more row block of 
 The hops and that product run in _Reader, whose backward is written by hand: a CPU step is
 bound by per-operation overhead, and autograd's small nodes cost more than the arithmetic.
 Every parameter has a leading seed dimension S, so restarts train side by side as one model,
-each seed with its own initialisation.
+each seed with its own initialisation. Training itself usually runs in memnet.fast, the same
+step compiled with Numba (tested against this one); this module is the reference, the model
+evaluation and inspection run, and the trainer's step for what memnet.fast does not cover.
 """
 from __future__ import annotations
 
@@ -75,6 +80,7 @@ class Result(NamedTuple):
 
 
 HALT_REASONS = ("max hops", "halted")  # indexed by Result.halted
+PAPER_INIT_STD = 0.1  # the paper's N(0, 0.1), for alternate_init's odd seeds
 
 
 class MemN2N(nn.Module):
@@ -119,15 +125,17 @@ class MemN2N(nn.Module):
 
     def reset_parameters(self, generators: list[torch.Generator]) -> None:
         """Draw every seed's parameters from its own generator: seed s trains as if alone."""
+        cfg = self.cfg
         with torch.no_grad():
             for name, p in self.named_parameters():
                 for s, g in enumerate(generators):
+                    paper = cfg.alternate_init and s % 2 == 1  # odd seeds start as the paper's
                     if name == "halt_b":  # start by taking every hop: halting must be learnt
                         p[s].fill_(-2.0)
-                    elif name == "log_penalty" or (name == "temporal" and self.cfg.temporal_zero_init):
+                    elif name == "log_penalty" or (name == "temporal" and cfg.temporal_zero_init and not paper):
                         p[s].zero_()
                     else:
-                        p[s].copy_(torch.randn(p.shape[1:], generator=g) * self.cfg.init_std)
+                        p[s].copy_(torch.randn(p.shape[1:], generator=g) * (PAPER_INIT_STD if paper else cfg.init_std))
 
     def _table(self, k: int, role: str) -> int:
         """Which table hop k (0-based) reads as A or C."""

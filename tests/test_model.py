@@ -190,6 +190,14 @@ def test_seeds_are_independent_models(data):
     assert many.emb.grad[1:].abs().sum() == 0 and many.emb.grad[0].abs().sum() > 0
 
 
+def test_alternate_init_starts_odd_seeds_as_the_paper(data):
+    _, vocab, _ = data
+    model = make(vocab, seeds=4, temporal_zero_init=True, init_std=0.3, alternate_init=True)
+    assert model.temporal[0::2].abs().sum() == 0 and (model.temporal[1::2].abs().sum((1, 2)) > 0).all()
+    spread = model.emb.std((1, 2))  # (4,) per seed
+    assert spread[0::2].min() > 0.25 and spread[1::2].max() < 0.12
+
+
 def test_linear_start_removes_the_softmax(data):
     _, vocab, batch = data
     model = make(vocab)
