@@ -10,10 +10,10 @@ The arrays here are NumPy views of the torch parameters (they share memory): an 
 is the torch model's update, and evaluation, checkpoints and inspection read the same weights.
 
 Covered: model.type memn2n with adjacent tying, bag of words or position encoding, temporal
-encoding, masking off or hard, the null memory, answers from the state or the read-out, linear
-start, any number of seeds (trained in parallel on train.threads threads). Not covered (the trainer
-uses torch): layer-wise tying, soft masking, the stopping rule, attention supervision, a
-device other than the CPU.
+encoding, masking off or hard, the null memory, answers from the state or the read-out, the
+stopping rule, linear start, any number of seeds (trained in parallel on train.threads
+threads). Not covered (the trainer uses torch): layer-wise tying, soft masking, attention
+supervision, a device other than the CPU.
 
 Per question the loops follow the equations of memnet.model with the sentences kept sparse,
 as word ids and their position-encoding weights (a_j, c_j), so that l_kj = a_j + e_k c_j and
@@ -44,7 +44,7 @@ def unsupported(model: torch.nn.Module, attention_supervision: float, device: to
         return f"model.type {model.cfg.type}"
     cfg = model.cfg
     reasons = [(cfg.tying != "adjacent", "layer-wise tying"), (cfg.masking == "soft", "soft masking"),
-               (cfg.stopping, "the stopping rule"), (attention_supervision > 0, "attention supervision"),
+               (attention_supervision > 0, "attention supervision"),
                (device.type != "cpu", f"device {device}")]
     return next((why for bad, why in reasons if bad), None)
 
@@ -59,6 +59,11 @@ class Stepper:
         S, _, Td = self.emb.shape
         # without temporal encoding, an empty table keeps the compiled loops' types fixed
         self.temporal = model.temporal.detach().numpy() if cfg.temporal else np.zeros((S, 0, Td), np.float32)
+        if cfg.stopping:  # the halting unit h = σ(w_h · state + b_h)
+            self.halt_w = model.halt_w.detach().numpy()  # (S, d)
+            self.halt_b = model.halt_b.detach().numpy().reshape(S, 1)  # (S, 1)
+        else:  # unused: zeros keep the types fixed
+            self.halt_w, self.halt_b = np.zeros((S, cfg.dim), np.float32), np.zeros((S, 1), np.float32)
         self.answer_bag = model.answer_bag.numpy()  # (A, V) the words of each answer class
         L = max(data.story.shape[-1], data.query.shape[-1])
         words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
@@ -85,9 +90,10 @@ class Stepper:
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
 
         def seed_epoch(s: int) -> float:
-            return _seed_epoch(self.emb[s], self.temporal[s], self.answer_bag, self.words, self.coef, self.n_words,
-                               self.length, self.answer, order[s], ages[s], np.float32(lr), batch_size, linear,
-                               cfg.masking == "hard", cfg.null_memory, cfg.answer_from == "readout",
+            return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.answer_bag,
+                               self.words, self.coef, self.n_words, self.length, self.answer, order[s], ages[s],
+                               np.float32(lr), batch_size, linear, cfg.masking == "hard", cfg.null_memory,
+                               cfg.answer_from == "readout", cfg.stopping, np.float32(cfg.halt_cost),
                                np.float32(self.max_grad_norm), cfg.hops, cfg.dim)
 
         seeds = range(len(order))
@@ -105,9 +111,10 @@ class Stepper:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _seed_epoch(emb, temporal, answer_bag, words, coef, n_words, length, answer, order, ages, lr, batch_size,
-                linear, masking, null, readout, max_norm, K, d):
-    """One seed's epoch: emb (V, T*d) and temporal (memory, T*d) are updated in place."""
+def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words, length, answer, order, ages, lr,
+                batch_size, linear, masking, null, readout, stopping, halt_cost, max_norm, K, d):
+    """One seed's epoch: emb (V, T*d), temporal (memory, T*d), halt_w (d,) and halt_b (1,) are
+    updated in place."""
     V, Td = emb.shape
     n_answers, n_ages, M1 = answer_bag.shape[0], temporal.shape[0], words.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -119,16 +126,21 @@ def _seed_epoch(emb, temporal, answer_bag, words, coef, n_words, length, answer,
     p = np.empty((K, M1), np.float32)  # attention of each hop (slot 0: nothing, the null memory reads nothing)
     attends = np.empty((K, M1), np.bool_)  # slots each hop could attend to
     u = np.empty((K + 1, d), np.float32)  # u^1 .. u^{K+1}
-    o = np.empty(d, np.float32)
-    final = np.empty(d, np.float32)  # what the answer reads: o^K or u^{K+1}
-    logits = np.empty(n_answers, np.float32)
-    g_final, g_u, g_o = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)
+    reads = np.empty((K, d), np.float32)  # o^1 .. o^K
+    probs = np.empty((K, n_answers), np.float32)  # â_k
+    ce = np.empty(K, np.float32)  # CE(â_k)
+    h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # halting
+    g_state = np.empty((K, d), np.float32)
+    g_halt_w, g_halt_b = np.empty_like(halt_w), np.empty_like(halt_b)
+    g_u, g_o = np.empty(d, np.float32), np.empty(d, np.float32)
     g_p = np.empty(M1, np.float32)
     total = 0.0
     N = order.shape[0]
     for start in range(0, N, batch_size):
         g_emb[:] = 0.0
         g_temporal[:] = 0.0
+        g_halt_w[:] = 0.0
+        g_halt_b[:] = 0.0
         g_W[:] = 0.0
         W[:] = 0.0
         for a in range(n_answers):
@@ -182,49 +194,82 @@ def _seed_epoch(emb, temporal, answer_bag, words, coef, n_words, length, answer,
                     for i in range(1, L + 1):
                         if attends[hop, i]:
                             p[hop, i] /= norm
-                o[:] = 0.0  # o = Σ_i p_i c_i
+                o = reads[hop]  # o = Σ_i p_i c_i
+                o[:] = 0.0
                 for i in range(1, L + 1):
                     if attends[hop, i]:
                         for k in range(d):
                             o[k] += p[hop, i] * x[i, (hop + 1) * d + k]
                 for k in range(d):
                     u[hop + 1, k] = u[hop, k] + o[k]  # u^{k+1} = u^k + o
-            if readout:
-                final[:] = o
-            else:
-                final[:] = u[K]
-
+            # the hops the answer may come from: all with the stopping rule, else the last
+            states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
+            first = 0 if stopping else K - 1
             target = answer[q]
-            if target < 0:  # no answer among the classes: no loss, no gradient
-                continue
-            # cross-entropy of softmax(W final), and its gradient
-            top = np.float32(-np.inf)
-            for a in range(n_answers):
-                logit = np.float32(0.0)
-                for k in range(d):
-                    logit += W[a, k] * final[k]
-                logits[a] = logit
-                top = max(top, logit)
-            norm = np.float32(0.0)
-            for a in range(n_answers):
-                norm += np.exp(logits[a] - top)
-            total += np.log(norm) - (logits[target] - top)
-            g_final[:] = 0.0
-            for a in range(n_answers):
-                g_logit = np.exp(logits[a] - top) / norm - np.float32(1.0 if a == target else 0.0)
-                for k in range(d):
-                    g_W[a, k] += g_logit * final[k]
-                    g_final[k] += g_logit * W[a, k]
+            ce[:] = 0.0
+            for r in range(first, K):  # â_r = softmax(W state_r) and its cross-entropy
+                top = np.float32(-np.inf)
+                for a in range(n_answers):
+                    logit = np.float32(0.0)
+                    for k in range(d):
+                        logit += W[a, k] * states[r, k]
+                    probs[r, a] = logit
+                    top = max(top, logit)
+                target_logit = probs[r, target] - top if target >= 0 else np.float32(0.0)
+                norm = np.float32(0.0)
+                for a in range(n_answers):
+                    probs[r, a] = np.exp(probs[r, a] - top)
+                    norm += probs[r, a]
+                probs[r] /= norm
+                if target >= 0:  # else no answer among the classes: no cross-entropy
+                    ce[r] = np.log(norm) - target_logit
+            # π_k = h_k Π_{j<k} (1 - h_j), h_k = σ(w_h · state_k + b_h), h_K = 1; without stopping π = (0, .., 1)
+            pi[:] = 0.0
+            pi[K - 1] = 1.0
+            if stopping:
+                go_on = np.float32(1.0)
+                for r in range(K):
+                    z = halt_b[0]
+                    for k in range(d):
+                        z += halt_w[k] * states[r, k]
+                    h[r] = np.float32(1.0) if r == K - 1 else np.float32(1.0) / (np.float32(1.0) + np.exp(-z))
+                    reach[r] = go_on  # Π_{j<r} (1 - h_j)
+                    pi[r] = h[r] * go_on
+                    go_on *= np.float32(1.0) - h[r]
+            for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
+                total += pi[r] * (ce[r] + (halt_cost * r if stopping else np.float32(0.0)))
+
+            # gradients of the states: through â_k, and through the halting unit
+            g_state[:] = 0.0
+            if target >= 0:
+                for r in range(first, K):
+                    for a in range(n_answers):
+                        g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
+                        for k in range(d):
+                            g_W[a, k] += g_logit * states[r, k]
+                            g_state[r, k] += g_logit * W[a, k]
+            if stopping:  # ∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = CE_k + halt_cost k
+                later = np.float32(0.0)
+                for r in range(K - 2, -1, -1):
+                    later = (ce[r + 1] + halt_cost * (r + 1)) * h[r + 1] + (np.float32(1.0) - h[r + 1]) * later
+                    g_z = h[r] * (np.float32(1.0) - h[r]) * reach[r] * (ce[r] + halt_cost * r - later)
+                    g_halt_b[0] += g_z
+                    for k in range(d):
+                        g_halt_w[k] += g_z * states[r, k]
+                        g_state[r, k] += g_z * halt_w[k]
 
             # backward through the hops
             g_x[:L + 1] = 0.0
             g_u[:] = 0.0
             if not readout:
-                g_u[:] = g_final  # ∂u^{K+1}
+                g_u[:] = g_state[K - 1]  # ∂u^{K+1}
             for hop in range(K - 1, -1, -1):
-                g_o[:] = g_u  # ∂o^k = ∂u^{k+1}
-                if readout and hop == K - 1:
-                    g_o += g_final
+                if readout:
+                    g_o[:] = g_u + g_state[hop]  # ∂o^k: through u^{k+1} = u^k + o^k, and as â_k's state
+                else:
+                    if hop < K - 1:
+                        g_u += g_state[hop]  # ∂u^{k+1} as â_k's state
+                    g_o[:] = g_u
                 weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
                 for i in range(1, L + 1):
                     if attends[hop, i]:
@@ -257,8 +302,11 @@ def _seed_epoch(emb, temporal, answer_bag, words, coef, n_words, length, answer,
                     for k in range(d):
                         g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
         # SGD, with this seed's gradient norm clipped at max_norm
-        norm = np.sqrt(np.sum(g_emb.astype(np.float64) ** 2) + np.sum(g_temporal.astype(np.float64) ** 2))
+        norm = np.sqrt(np.sum(g_emb.astype(np.float64) ** 2) + np.sum(g_temporal.astype(np.float64) ** 2)
+                       + np.sum(g_halt_w.astype(np.float64) ** 2) + np.float64(g_halt_b[0]) ** 2)
         step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
         emb -= step * g_emb
         temporal -= step * g_temporal
+        halt_w -= step * g_halt_w
+        halt_b -= step * g_halt_b
     return total

@@ -57,6 +57,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
     "joint": {},
+    # joint training with alt's initialisations
+    "joint_alt": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True},
     "generated": {},
     # the transformer reader (memnet.transformer): 2 layers, chosen on qa1/qa2/qa16's valid split
     "transformer": {"model.type": "transformer", "model.layers": 2},
@@ -64,7 +66,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "universal": {"model.type": "universal", "model.layers": 3, "model.stopping": True},
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "ours": "ours", "joint": "joint", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
@@ -86,6 +88,11 @@ REFERENCES = [  # published mean test error on the 20 tasks with 1k questions ea
     ("MemNN, strongly supervised (supporting facts given)", 6.7, 4),
     ("Transformer", 21.8, 5),
 ]
+
+
+def is_joint(variant: str) -> bool:
+    """One model on all the tasks (the paper's joint setting), not one per task."""
+    return variant.startswith("joint")
 
 
 def default_data() -> Path:
@@ -121,8 +128,8 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
     """Train `variant` (one model per task, or one joint model) and return one record per task."""
     base = {**PAPER, **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
     if args.epochs:
-        base["train.joint_epochs" if variant == "joint" else "train.epochs"] = args.epochs
-    if variant == "joint":
+        base["train.joint_epochs" if is_joint(variant) else "train.epochs"] = args.epochs
+    if is_joint(variant):
         jobs = [(tasks, {"data.dir": str(args.data), "data.task": ",".join(map(str, tasks))})]
     elif variant == "generated":
         root = Path(args.results).parent / "generated"
@@ -169,7 +176,7 @@ def read_results(path: str | Path) -> dict[tuple[str, int], dict[str, Any]]:
 
 def settings(r: dict[str, Any]) -> str:
     text = f"r{r['restarts']} e{r['epochs']}"
-    if r["variant"] == "joint" and len(babi.parse_tasks(r["trained_on"])) != 20:
+    if is_joint(r["variant"]) and len(babi.parse_tasks(r["trained_on"])) != 20:
         text += f" on {r['trained_on']}"  # a joint model of fewer tasks is a different experiment
     return text
 

@@ -19,6 +19,8 @@ COVERED = [
     {"encoding": "bow", "temporal": False},
     {"null_memory": False},
     {"null_memory": False, "masking": "hard", "hops": 4},
+    {"stopping": True},
+    {"stopping": True, "masking": "hard", "answer_from": "readout", "null_memory": False, "halt_cost": 0.5},
 ]
 
 
@@ -60,7 +62,7 @@ def test_a_step_is_the_torch_models_step(data, kw, linear):
 def test_what_it_does_not_cover_is_named(data):
     vocab, _ = data
     for kw, why in [({"tying": "layerwise"}, "layer-wise tying"), ({"masking": "soft"}, "soft masking"),
-                    ({"stopping": True}, "the stopping rule"), ({"type": "transformer"}, "model.type transformer")]:
+                    ({"type": "transformer"}, "model.type transformer")]:
         model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
         assert unsupported(model, 0.0, torch.device("cpu")) == why
     model = build_model(ModelConfig(), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
@@ -68,10 +70,11 @@ def test_what_it_does_not_cover_is_named(data):
     assert unsupported(model, 1.0, torch.device("cpu")) == "attention supervision"
 
 
-def test_training_with_it_is_training_with_torch(tiny):  # noqa: F811
+@pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"}])
+def test_training_with_it_is_training_with_torch(tiny, model):  # noqa: F811
     # the whole trainer, linear start included: the same seeds, data order and noise give
     # the same weights (to float rounding) and the same accuracy
-    overrides = {"train.epochs": 3, "train.linear_start_epochs": 2, "train.restarts": 2, "train.eval_every": 5}
+    overrides = {"train.epochs": 3, "train.linear_start_epochs": 2, "train.restarts": 2, "train.eval_every": 5, **model}
     results = {backend: train(quick(tiny, **overrides, **{"train.backend": backend}), progress=False)
                for backend in ("numba", "torch")}
     assert results["numba"]["valid_accuracy_per_seed"] == results["torch"]["valid_accuracy_per_seed"]
@@ -89,7 +92,7 @@ def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):  # noqa: F811
 
 
 def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):  # noqa: F811
-    with pytest.raises(ConfigError, match="train.backend: numba does not cover the stopping rule; use auto or torch"):
-        train(quick(tiny, **{"train.backend": "numba", "model.stopping": True}), progress=False)
+    with pytest.raises(ConfigError, match="train.backend: numba does not cover soft masking; use auto or torch"):
+        train(quick(tiny, **{"train.backend": "numba", "model.masking": "soft"}), progress=False)
     with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
         config.load(None, {"train.backend": "numpy"})
