@@ -1,5 +1,5 @@
 """scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table;
-scripts/saturation.py's untrained part."""
+scripts/saturation.py's untrained part; scripts/bench_speed.py's report on one epoch."""
 import importlib.util
 import json
 from pathlib import Path
@@ -13,6 +13,9 @@ spec.loader.exec_module(bench)
 spec = importlib.util.spec_from_file_location("saturation", ROOT / "scripts" / "saturation.py")
 saturation = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(saturation)
+spec = importlib.util.spec_from_file_location("bench_speed", ROOT / "scripts" / "bench_speed.py")
+bench_speed = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench_speed)
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +86,16 @@ def test_saturation_without_scaling_grows_with_width(babi_dir, capsys):
     assert list(peak) == ["4, 1/sqrt(d_k)", "4, none", "128, 1/sqrt(d_k)", "128, none"]
     assert peak["128, none"] > 0.8 > peak["128, 1/sqrt(d_k)"]  # unscaled: one sentence takes nearly everything
     assert peak["128, none"] > peak["4, none"]
+
+
+def test_bench_speed_reports_each_run_and_the_spread(babi_dir, capsys, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["bench_speed.py", "--data", str(babi_dir / "en-valid"), "--tasks", "1",
+                                     "--seeds", "1,2", "--epochs", "1", "--repeat", "2", "--threads", "2"])
+    bench_speed.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert " cores, torch " in lines[0] and lines[0].endswith("backend auto, threads 2")
+    runs = [line for line in lines if "training questions/s" in line]
+    assert [line.split(":")[0] for line in runs] == ["qa1   seeds  1"] * 2 + ["qa1   seeds  2"] * 2
+    assert all("(best of" in line and "test accuracy" in line for line in runs)
+    assert [line.split(":")[0] for line in lines if "median" in line] == ["qa1   seeds  1", "qa1   seeds  2"]
+    assert lines[-1].startswith("total, 2 runs, seeds  2:")
