@@ -39,23 +39,23 @@ class ModelConfig:
     temporal: bool = True  # temporal encoding T_A, T_C
     temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
-    init_std: float = 0.1
+    init_std: float = 0.1  # standard deviation of the normal the weights start from
     # memory network: odd seeds start from the paper's initialisation (N(0, 0.1), random T(i))
     # whatever init_std and temporal_zero_init say; the best seed on validation chooses
-    alternate_init: bool = False
+    alternate_init: bool = False  # odd seeds start as the paper: N(0, 0.1), random T(i)
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
     masking: str = "off"  # visited-memory masking: off, hard or soft
     answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
     # the answer softmax covers every vocabulary word (the paper), not only the answers seen in training
-    vocabulary_softmax: bool = False
+    vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
-    phrase_answers: bool = True
+    phrase_answers: bool = True  # a multi-word answer has its own row of W
     # an empty memory every hop may attend to (score 0, reads nothing), so a hop can find nothing;
     # the paper's code has it in effect (its padding slots are zero vectors the softmax includes)
-    null_memory: bool = True
+    null_memory: bool = True  # an empty memory every hop may attend to (reads nothing)
     # transformer reader
     layers: int = 2
     heads: int = 2
@@ -66,15 +66,15 @@ class ModelConfig:
 @dataclass
 class TrainConfig:
     epochs: int = 100
-    batch_size: int = 32
+    batch_size: int = 32  # questions per SGD step
     lr: float = 0.01
     lr_decay_every: int = 25  # halve the learning rate every this many epochs
-    max_grad_norm: float = 40.0
+    max_grad_norm: float = 40.0  # each seed's gradient norm is clipped to this
     # linear start (LS): first this many epochs without the attention softmax, at
     # linear_start_lr; then `epochs` more with the softmax and the schedule above from lr
     # (the paper's code: 20 epochs at 0.005, then 100). 0 disables it.
-    linear_start_epochs: int = 20
-    linear_start_lr: float = 0.005
+    linear_start_epochs: int = 20  # epochs without the attention softmax, before `epochs`
+    linear_start_lr: float = 0.005  # learning rate during linear start
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
@@ -87,11 +87,11 @@ class TrainConfig:
     joint_lr_decay_every: int = 15
     # threads: torch's (its steps are many small operations, where more threads only wait),
     # and how many seeds the compiled loop (train.backend) trains at once
-    threads: int = 1
+    threads: int = 1  # torch threads, and seeds the compiled loop trains at once
     device: str = "cpu"
     # auto: the compiled training loop (memnet.fast, Numba) where it covers the model, else
     # torch's; numba or torch to insist on one (numba fails clearly where it does not cover it)
-    backend: str = "auto"
+    backend: str = "auto"  # training step: auto, numba (memnet.fast) or torch
 
 
 @dataclass
