@@ -40,16 +40,14 @@ class ModelConfig:
     temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
     init_std: float = 0.1  # standard deviation of the normal the weights start from
-    # memory network: odd seeds start from the paper's initialisation (N(0, 0.1), random T(i))
-    # whatever init_std and temporal_zero_init say; the best seed on validation chooses
+    # memory network: whatever init_std and temporal_zero_init say; the best seed on validation chooses
     alternate_init: bool = False  # odd seeds start as the paper: N(0, 0.1), random T(i)
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
     masking: str = "off"  # visited-memory masking: off, hard or soft
     answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
-    # the answer softmax covers every vocabulary word (the paper), not only the answers seen in training
-    vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
+    vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
     phrase_answers: bool = True  # a multi-word answer has its own row of W
@@ -85,12 +83,11 @@ class TrainConfig:
     joint_dim: int = 50
     joint_epochs: int = 60
     joint_lr_decay_every: int = 15
-    # threads: torch's (its steps are many small operations, where more threads only wait),
-    # and how many seeds the compiled loop (train.backend) trains at once
+    # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds the compiled loop trains at once
     device: str = "cpu"
-    # auto: the compiled training loop (memnet.fast, Numba) where it covers the model, else
-    # torch's; numba or torch to insist on one (numba fails clearly where it does not cover it)
+    # auto: the compiled loop where it covers the model, else torch's step; numba or torch
+    # insists on one (numba fails clearly where it does not cover the model)
     backend: str = "auto"  # training step: auto, numba (memnet.fast) or torch
 
 
