@@ -290,6 +290,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
             stepper = fast.Stepper(model, train_data, tc.max_grad_norm, tc.threads)
         elif tc.backend == "numba":
             raise ConfigError(f"train.backend: numba does not cover {why}; use auto or torch")
+        elif log:  # say why this run is slower than the others
+            tqdm.write(f"training with the torch step: the compiled loop does not cover {why}")
 
     N, M = len(train_data), train_data.story.shape[1]
     # linear start, before the schedule: no attention softmax, at linear_start_lr (a model

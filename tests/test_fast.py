@@ -96,3 +96,10 @@ def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):  # noqa: F
         train(quick(tiny, **{"train.backend": "numba", "model.masking": "soft"}), progress=False)
     with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
         config.load(None, {"train.backend": "numpy"})
+
+
+def test_a_run_it_does_not_cover_says_why(tiny, capsys):  # noqa: F811
+    train(quick(tiny, **{"model.masking": "soft", "train.epochs": 1}), progress=False)
+    assert "training with the torch step: the compiled loop does not cover soft masking" in capsys.readouterr().out
+    train(quick(tiny, **{"train.epochs": 1}), progress=False)
+    assert "torch step" not in capsys.readouterr().out
