@@ -11,9 +11,9 @@ is the torch model's update, and evaluation, checkpoints and inspection read the
 
 Covered: model.type memn2n with adjacent tying, bag of words or position encoding, temporal
 encoding, masking off or hard, the null memory, answers from the state or the read-out, the
-stopping rule, linear start, any number of seeds (trained in parallel on train.threads
-threads). Not covered (the trainer uses torch): layer-wise tying, soft masking, attention
-supervision, a device other than the CPU.
+stopping rule, attention supervision, linear start, any number of seeds (trained in parallel
+on train.threads threads). Not covered (the trainer uses torch): layer-wise tying, soft
+masking, a device other than the CPU.
 
 Per question the loops follow the equations of memnet.model with the sentences kept sparse,
 as word ids and their position-encoding weights (a_j, c_j), so that l_kj = a_j + e_k c_j and
@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from memnet.data import Batch
 
 
-def unsupported(model: torch.nn.Module, attention_supervision: float, device: torch.device) -> str | None:
+def unsupported(model: torch.nn.Module, device: torch.device) -> str | None:
     """Why this module cannot train `model`, or None when it can."""
     from memnet.model import MemN2N  # here: memnet.model is the reference this module follows
 
@@ -44,7 +44,6 @@ def unsupported(model: torch.nn.Module, attention_supervision: float, device: to
         return f"model.type {model.cfg.type}"
     cfg = model.cfg
     reasons = [(cfg.tying != "adjacent", "layer-wise tying"), (cfg.masking == "soft", "soft masking"),
-               (attention_supervision > 0, "attention supervision"),
                (device.type != "cpu", f"device {device}")]
     return next((why for bad, why in reasons if bad), None)
 
@@ -80,6 +79,9 @@ class Stepper:
         self.n_words = n_words.int().numpy()  # (N, M+1)
         self.length = data.length.int().numpy()  # (N,)
         self.answer = data.answer.int().numpy()  # (N,)
+        self.support = data.support.int().numpy()  # (N, F) memory index of each supporting fact, -1: none
+        self.n_support = data.n_support.int().numpy()  # (N,)
+        self.supervision = model.attention_supervision  # weight of the attention supervision loss
 
     def epoch(self, order: np.ndarray, ages: np.ndarray, lr: float, batch_size: int, linear: bool) -> tuple[float, int]:
         """One pass over the data: order (S, N) each seed's question order, ages (S, N, M)
@@ -91,10 +93,11 @@ class Stepper:
 
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.answer_bag,
-                               self.words, self.coef, self.n_words, self.length, self.answer, order[s], ages[s],
-                               np.float32(lr), batch_size, linear, cfg.masking == "hard", cfg.null_memory,
-                               cfg.answer_from == "readout", cfg.stopping, np.float32(cfg.halt_cost),
-                               np.float32(self.max_grad_norm), cfg.hops, cfg.dim)
+                               self.words, self.coef, self.n_words, self.length, self.answer, self.support,
+                               self.n_support, order[s], ages[s], np.float32(lr), batch_size, linear,
+                               cfg.masking == "hard", cfg.null_memory, cfg.answer_from == "readout", cfg.stopping,
+                               np.float32(cfg.halt_cost), np.float32(self.supervision), np.float32(self.max_grad_norm),
+                               cfg.hops, cfg.dim)
 
         seeds = range(len(order))
         if self.threads > 1 and len(seeds) > 1:
@@ -111,8 +114,9 @@ class Stepper:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words, length, answer, order, ages, lr,
-                batch_size, linear, masking, null, readout, stopping, halt_cost, max_norm, K, d):
+def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words, length, answer, support, n_support,
+                order, ages, lr, batch_size, linear, masking, null, readout, stopping, halt_cost, supervision,
+                max_norm, K, d):
     """One seed's epoch: emb (V, T*d), temporal (memory, T*d), halt_w (d,) and halt_b (1,) are
     updated in place."""
     V, Td = emb.shape
@@ -134,6 +138,10 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
     g_halt_w, g_halt_b = np.empty_like(halt_w), np.empty_like(halt_b)
     g_u, g_o = np.empty(d, np.float32), np.empty(d, np.float32)
     g_p = np.empty(M1, np.float32)
+    scores = np.empty((K, M1), np.float32)  # u^k · m_i, for attention supervision
+    g_scores = np.empty((K, M1), np.float32)  # its gradient through the supervision loss
+    cost = np.empty(K, np.float32)  # ∂loss/∂π_k
+    n_supervised = min(K, support.shape[1])
     total = 0.0
     N = order.shape[0]
     for start in range(0, N, batch_size):
@@ -184,6 +192,7 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                         for k in range(d):
                             score += u[hop, k] * x[i, hop * d + k]
                         p[hop, i] = score
+                        scores[hop, i] = score
                         top = max(top, score)
                 if not linear:  # linear start: p_i = u^k · m_i
                     norm = np.exp(-top) if null else np.float32(0.0)
@@ -237,7 +246,31 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                     pi[r] = h[r] * go_on
                     go_on *= np.float32(1.0) - h[r]
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
-                total += pi[r] * (ce[r] + (halt_cost * r if stopping else np.float32(0.0)))
+                cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
+                total += pi[r] * cost[r]
+            g_scores[:] = 0.0
+            if supervision > 0:  # hop k's scores pulled to the k-th supporting fact, the halting to their number
+                for hop in range(n_supervised):
+                    fact = support[q, hop] + 1  # its slot; 0: none, or out of memory
+                    if fact > 0 and attends[hop, fact]:
+                        top = np.float32(-np.inf)
+                        for i in range(1, L + 1):
+                            if attends[hop, i]:
+                                top = max(top, scores[hop, i])
+                        norm = np.float32(0.0)
+                        for i in range(1, L + 1):
+                            if attends[hop, i]:
+                                g_scores[hop, i] = np.exp(scores[hop, i] - top)
+                                norm += g_scores[hop, i]
+                        total += supervision * (np.log(norm) - (scores[hop, fact] - top))
+                        for i in range(1, L + 1):
+                            g_scores[hop, i] *= supervision / norm
+                        g_scores[hop, fact] -= supervision
+                if stopping:
+                    want = min(max(n_support[q], 1), K) - 1
+                    total -= supervision * np.log(max(pi[want], np.float32(1e-8)))
+                    if pi[want] > 1e-8:
+                        cost[want] -= supervision / pi[want]
 
             # gradients of the states: through â_k, and through the halting unit
             g_state[:] = 0.0
@@ -248,11 +281,11 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                         for k in range(d):
                             g_W[a, k] += g_logit * states[r, k]
                             g_state[r, k] += g_logit * W[a, k]
-            if stopping:  # ∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = CE_k + halt_cost k
+            if stopping:  # ∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = ∂loss/∂π_k
                 later = np.float32(0.0)
                 for r in range(K - 2, -1, -1):
-                    later = (ce[r + 1] + halt_cost * (r + 1)) * h[r + 1] + (np.float32(1.0) - h[r + 1]) * later
-                    g_z = h[r] * (np.float32(1.0) - h[r]) * reach[r] * (ce[r] + halt_cost * r - later)
+                    later = cost[r + 1] * h[r + 1] + (np.float32(1.0) - h[r + 1]) * later
+                    g_z = h[r] * (np.float32(1.0) - h[r]) * reach[r] * (cost[r] - later)
                     g_halt_b[0] += g_z
                     for k in range(d):
                         g_halt_w[k] += g_z * states[r, k]
@@ -280,7 +313,7 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                         weighted += p[hop, i] * g_p[i]
                 for i in range(1, L + 1):
                     if attends[hop, i]:
-                        g_score = g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)
+                        g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
                         for k in range(d):
                             g_x[i, hop * d + k] += g_score * u[hop, k]  # ∂m_i = ∂score_i u^k
                             g_u[k] += g_score * x[i, hop * d + k]  # ∂u^k = ∂u^{k+1} + Σ_i ∂score_i m_i

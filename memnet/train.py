@@ -285,7 +285,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
 
     stepper = None  # the compiled training loop, where it covers the model (memnet.fast)
     if tc.backend != "torch":
-        why = fast.unsupported(model, tc.attention_supervision, device)
+        why = fast.unsupported(model, device)
         if why is None:
             stepper = fast.Stepper(model, train_data, tc.max_grad_norm, tc.threads)
         elif tc.backend == "numba":

@@ -21,6 +21,9 @@ COVERED = [
     {"null_memory": False, "masking": "hard", "hops": 4},
     {"stopping": True},
     {"stopping": True, "masking": "hard", "answer_from": "readout", "null_memory": False, "halt_cost": 0.5},
+    {"supervision": 0.7},
+    {"supervision": 0.7, "stopping": True, "masking": "hard"},
+    {"supervision": 0.7, "stopping": True, "null_memory": False, "answer_from": "readout"},
 ]
 
 
@@ -37,8 +40,10 @@ def test_a_step_is_the_torch_models_step(data, kw, linear):
     # two seeds, each on its own rows and ages; one SGD step with clipping at a norm the
     # gradients exceed, so the per-seed clipping is exercised too
     vocab, batch = data
+    kw = dict(kw)
+    supervision = kw.pop("supervision", 0.0)
     model = build_model(ModelConfig(dim=6, **kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
-                        memory_size=8, seeds=2)
+                        memory_size=8, seeds=2, attention_supervision=supervision)
     model.linear = linear
     idx = torch.tensor([[2, 0, 1], [1, 2, 2]])  # (S, B)
     ages = torch.arange(batch.story.shape[1]).expand(2, 3, -1) + torch.tensor([[[0], [1], [0]], [[2], [0], [1]]])
@@ -64,13 +69,14 @@ def test_what_it_does_not_cover_is_named(data):
     for kw, why in [({"tying": "layerwise"}, "layer-wise tying"), ({"masking": "soft"}, "soft masking"),
                     ({"type": "transformer"}, "model.type transformer")]:
         model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
-        assert unsupported(model, 0.0, torch.device("cpu")) == why
+        assert unsupported(model, torch.device("cpu")) == why
     model = build_model(ModelConfig(), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
-    assert unsupported(model, 0.0, torch.device("cpu")) is None
-    assert unsupported(model, 1.0, torch.device("cpu")) == "attention supervision"
+    assert unsupported(model, torch.device("cpu")) is None
+    assert unsupported(model, torch.device("meta")) == "device meta"
 
 
-@pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"}])
+@pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"},
+                                   {"train.attention_supervision": 1.0, "model.stopping": True}])
 def test_training_with_it_is_training_with_torch(tiny, model):  # noqa: F811
     # the whole trainer, linear start included: the same seeds, data order and noise give
     # the same weights (to float rounding) and the same accuracy
