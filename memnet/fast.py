@@ -9,18 +9,19 @@ one they cover (`unsupported` says which), and keeps the torch model for everyth
 The arrays here are NumPy views of the torch parameters (they share memory): an update here
 is the torch model's update, and evaluation, checkpoints and inspection read the same weights.
 
-Covered: model.type memn2n with adjacent tying, bag of words or position encoding, temporal
-encoding, masking off or hard, the null memory, answers from the state or the read-out, the
-stopping rule, attention supervision, linear start, any number of seeds (trained in parallel
-on train.threads threads). Not covered (the trainer uses torch): layer-wise tying, soft
-masking, a device other than the CPU.
+Covered: every setting of model.type memn2n (encodings, temporal encoding, adjacent and
+layer-wise tying, masking off, hard and soft, the null memory, answers from the state or the
+read-out, the stopping rule, attention supervision, linear start), any number of seeds
+(trained in parallel on train.threads threads). Not covered (the trainer uses torch): the
+transformer readers, a device other than the CPU.
 
 Per question the loops follow the equations of memnet.model with the sentences kept sparse,
 as word ids and their position-encoding weights (a_j, c_j), so that l_kj = a_j + e_k c_j and
 
     x[i, t] = Σ_j l_j · emb[w_ij, table t] + T(age_i)[table t]      m_i (t = k), c_i (t = k+1)
 
-Tables (adjacent tying) are column blocks of emb: [A^1 = B, C^1 = A^2, ..., C^K = W^T].
+Tables are column blocks of emb: [A^1 = B, C^1 = A^2, ..., C^K = W^T] with adjacent tying,
+[B, A, C, W^T] with layer-wise tying.
 Slot 0 holds the question (only its table 0, u^1 = B q, is used); with the null memory it is
 also the empty memory every hop may attend to: score 0, and nothing to read.
 """
@@ -42,10 +43,7 @@ def unsupported(model: torch.nn.Module, device: torch.device) -> str | None:
 
     if not isinstance(model, MemN2N):
         return f"model.type {model.cfg.type}"
-    cfg = model.cfg
-    reasons = [(cfg.tying != "adjacent", "layer-wise tying"), (cfg.masking == "soft", "soft masking"),
-               (device.type != "cpu", f"device {device}")]
-    return next((why for bad, why in reasons if bad), None)
+    return None if device.type == "cpu" else f"device {device}"
 
 
 class Stepper:
@@ -63,6 +61,10 @@ class Stepper:
             self.halt_b = model.halt_b.detach().numpy().reshape(S, 1)  # (S, 1)
         else:  # unused: zeros keep the types fixed
             self.halt_w, self.halt_b = np.zeros((S, cfg.dim), np.float32), np.zeros((S, 1), np.float32)
+        # layer-wise tying's H (u^{k+1} = H u^k + o) and soft masking's penalty, or unused zeros
+        self.H = model.H.detach().numpy() if cfg.tying == "layerwise" else np.zeros((S, cfg.dim, cfg.dim), np.float32)
+        self.log_penalty = (model.log_penalty.detach().numpy().reshape(S, 1) if cfg.masking == "soft"
+                            else np.zeros((S, 1), np.float32))
         self.answer_bag = model.answer_bag.numpy()  # (A, V) the words of each answer class
         L = max(data.story.shape[-1], data.query.shape[-1])
         words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
@@ -92,10 +94,11 @@ class Stepper:
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
 
         def seed_epoch(s: int) -> float:
-            return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.answer_bag,
-                               self.words, self.coef, self.n_words, self.length, self.answer, self.support,
-                               self.n_support, order[s], ages[s], np.float32(lr), batch_size, linear,
-                               cfg.masking == "hard", cfg.null_memory, cfg.answer_from == "readout", cfg.stopping,
+            return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s],
+                               self.log_penalty[s], self.answer_bag, self.words, self.coef, self.n_words,
+                               self.length, self.answer, self.support, self.n_support, order[s], ages[s],
+                               np.float32(lr), batch_size, linear, cfg.tying == "layerwise", cfg.masking == "hard",
+                               cfg.masking == "soft", cfg.null_memory, cfg.answer_from == "readout", cfg.stopping,
                                np.float32(cfg.halt_cost), np.float32(self.supervision), np.float32(self.max_grad_norm),
                                cfg.hops, cfg.dim)
 
@@ -114,11 +117,11 @@ class Stepper:
 
 
 @numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
-def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words, length, answer, support, n_support,
-                order, ages, lr, batch_size, linear, masking, null, readout, stopping, halt_cost, supervision,
-                max_norm, K, d):
-    """One seed's epoch: emb (V, T*d), temporal (memory, T*d), halt_w (d,) and halt_b (1,) are
-    updated in place."""
+def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words, coef, n_words, length, answer,
+                support, n_support, order, ages, lr, batch_size, linear, layerwise, masking, soft, null, readout,
+                stopping, halt_cost, supervision, max_norm, K, d):
+    """One seed's epoch: its parameters emb (V, T*d), temporal (memory, T*d), halt_w (d,),
+    halt_b (1,), H (d, d) and log_penalty (1,) are updated in place."""
     V, Td = emb.shape
     n_answers, n_ages, M1 = answer_bag.shape[0], temporal.shape[0], words.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -141,6 +144,10 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
     scores = np.empty((K, M1), np.float32)  # u^k · m_i, for attention supervision
     g_scores = np.empty((K, M1), np.float32)  # its gradient through the supervision loss
     cost = np.empty(K, np.float32)  # ∂loss/∂π_k
+    visited = np.empty((K, M1), np.bool_)  # soft masking: memories earlier hops chose
+    g_H, g_log_penalty = np.empty_like(H), np.empty_like(log_penalty)
+    g_next = np.empty(d, np.float32)
+    penalty = np.exp(log_penalty[0])
     n_supervised = min(K, support.shape[1])
     total = 0.0
     N = order.shape[0]
@@ -149,6 +156,8 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
         g_temporal[:] = 0.0
         g_halt_w[:] = 0.0
         g_halt_b[:] = 0.0
+        g_H[:] = 0.0
+        g_log_penalty[:] = 0.0
         g_W[:] = 0.0
         W[:] = 0.0
         for a in range(n_answers):
@@ -174,15 +183,21 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
             u[0] = x[0, :d]  # u^1 = B q
             attends[:, 0] = False
             attends[0, 1:L + 1] = True
+            visited[0] = False
             for hop in range(K):
+                a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)  # which tables are A and C
                 if hop > 0:
                     attends[hop] = attends[hop - 1]
-                    if masking:  # the memory the last hop chose (its argmax) is blocked from now on
+                    visited[hop] = visited[hop - 1]
+                    if masking or soft:  # the memory the last hop chose (its argmax): blocked, or penalised
                         best, choice = 0.0, 0
                         for i in range(1, L + 1):
                             if p[hop - 1, i] > best:
                                 best, choice = p[hop - 1, i], i
-                        attends[hop, choice] = False
+                        if masking:
+                            attends[hop, choice] = False
+                        elif choice > 0:
+                            visited[hop, choice] = True
                 # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
                 p[hop] = 0.0
                 top = np.float32(0.0 if null else -np.inf)
@@ -190,7 +205,9 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                     if attends[hop, i]:
                         score = np.float32(0.0)
                         for k in range(d):
-                            score += u[hop, k] * x[i, hop * d + k]
+                            score += u[hop, k] * x[i, a_table * d + k]
+                        if visited[hop, i]:  # soft masking lowers a chosen memory's score
+                            score -= penalty
                         p[hop, i] = score
                         scores[hop, i] = score
                         top = max(top, score)
@@ -208,9 +225,14 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                 for i in range(1, L + 1):
                     if attends[hop, i]:
                         for k in range(d):
-                            o[k] += p[hop, i] * x[i, (hop + 1) * d + k]
+                            o[k] += p[hop, i] * x[i, c_table * d + k]
                 for k in range(d):
-                    u[hop + 1, k] = u[hop, k] + o[k]  # u^{k+1} = u^k + o
+                    u[hop + 1, k] = o[k]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
+                    if layerwise:
+                        for j in range(d):
+                            u[hop + 1, k] += H[k, j] * u[hop, j]
+                    else:
+                        u[hop + 1, k] += u[hop, k]
             # the hops the answer may come from: all with the stopping rule, else the last
             states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
             first = 0 if stopping else K - 1
@@ -303,20 +325,30 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                     if hop < K - 1:
                         g_u += g_state[hop]  # ∂u^{k+1} as â_k's state
                     g_o[:] = g_u
+                a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)
                 weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
                 for i in range(1, L + 1):
                     if attends[hop, i]:
                         g_p[i] = 0.0
                         for k in range(d):
-                            g_x[i, (hop + 1) * d + k] += p[hop, i] * g_o[k]  # ∂c_i = p_i ∂o
-                            g_p[i] += x[i, (hop + 1) * d + k] * g_o[k]  # ∂p_i = c_i · ∂o
+                            g_x[i, c_table * d + k] += p[hop, i] * g_o[k]  # ∂c_i = p_i ∂o
+                            g_p[i] += x[i, c_table * d + k] * g_o[k]  # ∂p_i = c_i · ∂o
                         weighted += p[hop, i] * g_p[i]
+                if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
+                    g_next[:] = g_u
+                    g_u[:] = 0.0
+                    for k in range(d):
+                        for j in range(d):
+                            g_H[k, j] += g_next[k] * u[hop, j]
+                            g_u[j] += H[k, j] * g_next[k]
                 for i in range(1, L + 1):
                     if attends[hop, i]:
                         g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
+                        if visited[hop, i]:  # score_i - e^{log_penalty}
+                            g_log_penalty[0] -= g_score * penalty
                         for k in range(d):
-                            g_x[i, hop * d + k] += g_score * u[hop, k]  # ∂m_i = ∂score_i u^k
-                            g_u[k] += g_score * x[i, hop * d + k]  # ∂u^k = ∂u^{k+1} + Σ_i ∂score_i m_i
+                            g_x[i, a_table * d + k] += g_score * u[hop, k]  # ∂m_i = ∂score_i u^k
+                            g_u[k] += g_score * x[i, a_table * d + k]  # ∂u^k gets Σ_i ∂score_i m_i
             g_x[0, :d] += g_u  # u^1 = B q
             # the tables' gradient, back through the sparse sentences
             for i in range(L + 1):
@@ -336,10 +368,14 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, answer_bag, words, coef, n_words,
                         g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
         # SGD, with this seed's gradient norm clipped at max_norm
         norm = np.sqrt(np.sum(g_emb.astype(np.float64) ** 2) + np.sum(g_temporal.astype(np.float64) ** 2)
-                       + np.sum(g_halt_w.astype(np.float64) ** 2) + np.float64(g_halt_b[0]) ** 2)
+                       + np.sum(g_halt_w.astype(np.float64) ** 2) + np.float64(g_halt_b[0]) ** 2
+                       + np.sum(g_H.astype(np.float64) ** 2) + np.float64(g_log_penalty[0]) ** 2)
         step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
         emb -= step * g_emb
         temporal -= step * g_temporal
         halt_w -= step * g_halt_w
         halt_b -= step * g_halt_b
+        H -= step * g_H
+        log_penalty -= step * g_log_penalty
+        penalty = np.exp(log_penalty[0])
     return total

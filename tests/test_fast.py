@@ -24,6 +24,9 @@ COVERED = [
     {"supervision": 0.7},
     {"supervision": 0.7, "stopping": True, "masking": "hard"},
     {"supervision": 0.7, "stopping": True, "null_memory": False, "answer_from": "readout"},
+    {"tying": "layerwise"},
+    {"masking": "soft"},
+    {"tying": "layerwise", "masking": "soft", "answer_from": "readout", "stopping": True, "supervision": 0.7},
 ]
 
 
@@ -66,17 +69,17 @@ def test_a_step_is_the_torch_models_step(data, kw, linear):
 
 def test_what_it_does_not_cover_is_named(data):
     vocab, _ = data
-    for kw, why in [({"tying": "layerwise"}, "layer-wise tying"), ({"masking": "soft"}, "soft masking"),
-                    ({"type": "transformer"}, "model.type transformer")]:
-        model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
-        assert unsupported(model, torch.device("cpu")) == why
+    transformer = build_model(ModelConfig(type="transformer"), len(vocab), len(vocab.answers),
+                              answer_words=vocab.answer_words())
+    assert unsupported(transformer, torch.device("cpu")) == "model.type transformer"
     model = build_model(ModelConfig(), len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
     assert unsupported(model, torch.device("cpu")) is None
     assert unsupported(model, torch.device("meta")) == "device meta"
 
 
 @pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"},
-                                   {"train.attention_supervision": 1.0, "model.stopping": True}])
+                                   {"train.attention_supervision": 1.0, "model.stopping": True},
+                                   {"model.tying": "layerwise", "model.masking": "soft"}])
 def test_training_with_it_is_training_with_torch(tiny, model):  # noqa: F811
     # the whole trainer, linear start included: the same seeds, data order and noise give
     # the same weights (to float rounding) and the same accuracy
@@ -98,14 +101,14 @@ def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):  # noqa: F811
 
 
 def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):  # noqa: F811
-    with pytest.raises(ConfigError, match="train.backend: numba does not cover soft masking; use auto or torch"):
-        train(quick(tiny, **{"train.backend": "numba", "model.masking": "soft"}), progress=False)
+    with pytest.raises(ConfigError, match="train.backend: numba does not cover model.type transformer; use auto or torch"):
+        train(quick(tiny, **{"train.backend": "numba", "model.type": "transformer"}), progress=False)
     with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
         config.load(None, {"train.backend": "numpy"})
 
 
 def test_a_run_it_does_not_cover_says_why(tiny, capsys):  # noqa: F811
-    train(quick(tiny, **{"model.masking": "soft", "train.epochs": 1}), progress=False)
-    assert "training with the torch step: the compiled loop does not cover soft masking" in capsys.readouterr().out
+    train(quick(tiny, **{"model.type": "transformer", "train.epochs": 1}), progress=False)
+    assert "training with the torch step: the compiled loop does not cover model.type transformer" in capsys.readouterr().out
     train(quick(tiny, **{"train.epochs": 1}), progress=False)
     assert "torch step" not in capsys.readouterr().out
