@@ -48,9 +48,10 @@ at every step: random noise changes ages every epoch) and one more row block of 
 The hops and that product run in _Reader, whose backward is written by hand: a CPU step is
 bound by per-operation overhead, and autograd's small nodes cost more than the arithmetic.
 Every parameter has a leading seed dimension S, so restarts train side by side as one model,
-each seed with its own initialisation. Training itself usually runs in memnet.fast, the same
-step compiled with Numba (tested against this one); this module is the reference, the model
-evaluation and inspection run, and the trainer's step for what memnet.fast does not cover.
+each seed with its own initialisation. Training itself runs in memnet.fast on the CPU, the
+same step compiled with Numba (tested against this one); this module is the reference, the
+model evaluation and inspection run, and the trainer's step on other devices (or with
+train.backend=torch).
 """
 from __future__ import annotations
 
