@@ -255,7 +255,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
 
     def evaluation(epoch: int, loss: float, started: float) -> None:
         """Score every seed on train and valid, keep each seed's best weights, log one line."""
-        nonlocal best, best_params
+        nonlocal best
         valid_acc = _seed_accuracy(model, valid_data)  # (S,)
         train_acc = _seed_accuracy(model, train_data)  # (S,)
         improved = valid_acc > best

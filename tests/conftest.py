@@ -30,3 +30,13 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
                              "train.threads": 1})
     train(cfg, root / "run", progress=False)
     return {"data": root / "data", "checkpoint": root / "run" / "model.pt"}
+
+
+@pytest.fixture(scope="session")
+def tiny(babi_dir, tmp_path_factory):
+    """qa1 in the en-valid layout: 100 stories of train (500 questions), 20 of valid and test."""
+    folder = tmp_path_factory.mktemp("qa1")
+    for split, n in [("train", 100), ("valid", 20), ("test", 20)]:
+        stories = babi.read_file(babi_dir / "en-valid" / f"qa1_{split}.txt")[:n]
+        babi.write_file(folder / f"qa1_{split}.txt", stories)
+    return folder

@@ -10,7 +10,7 @@ from memnet.model import build_model
 from memnet.train import _sgd_step, train
 
 from test_model import STORY
-from test_train import quick, tiny  # noqa: F401 (a fixture)
+from test_train import quick
 
 COVERED = [
     {},
@@ -80,7 +80,7 @@ def test_what_it_does_not_cover_is_named(data):
 @pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"},
                                    {"train.attention_supervision": 1.0, "model.stopping": True},
                                    {"model.tying": "layerwise", "model.masking": "soft"}])
-def test_training_with_it_is_training_with_torch(tiny, model):  # noqa: F811
+def test_training_with_it_is_training_with_torch(tiny, model):
     # the whole trainer, linear start included: the same seeds, data order and noise give
     # the same weights (to float rounding) and the same accuracy
     overrides = {"train.epochs": 3, "train.linear_start_epochs": 2, "train.restarts": 2, "train.eval_every": 5, **model}
@@ -92,7 +92,7 @@ def test_training_with_it_is_training_with_torch(tiny, model):  # noqa: F811
         assert torch.allclose(numba_state[name], torch_state[name], atol=1e-4), name
 
 
-def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):  # noqa: F811
+def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):
     runs = [train(quick(tiny, **{"train.epochs": 2, "train.restarts": 3, "train.threads": threads}), progress=False)
             for threads in (1, 2)]
     assert runs[0]["valid_accuracy_per_seed"] == runs[1]["valid_accuracy_per_seed"]
@@ -100,14 +100,14 @@ def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):  # noqa: F811
         assert torch.equal(value, runs[1]["model"].state_dict()[name]), name
 
 
-def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):  # noqa: F811
+def test_insisting_on_it_where_it_does_not_apply_fails_clearly(tiny):
     with pytest.raises(ConfigError, match="train.backend: numba does not cover model.type transformer; use auto or torch"):
         train(quick(tiny, **{"train.backend": "numba", "model.type": "transformer"}), progress=False)
     with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
         config.load(None, {"train.backend": "numpy"})
 
 
-def test_a_run_it_does_not_cover_says_why(tiny, capsys):  # noqa: F811
+def test_a_run_it_does_not_cover_says_why(tiny, capsys):
     train(quick(tiny, **{"model.type": "transformer", "train.epochs": 1}), progress=False)
     assert "training with the torch step: the compiled loop does not cover model.type transformer" in capsys.readouterr().out
     train(quick(tiny, **{"train.epochs": 1}), progress=False)

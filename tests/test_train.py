@@ -5,22 +5,12 @@ import pytest
 import torch
 
 import memnet.train as train_module
-from memnet import babi, config
+from memnet import config
 from memnet.cli import main
 from memnet.data import Batch
 from memnet.errors import MemnetError
 from memnet.model import Result
 from memnet.train import metrics, train
-
-
-@pytest.fixture(scope="module")
-def tiny(babi_dir, tmp_path_factory):
-    """qa1 in the en-valid layout: 100 stories of train (500 questions), 20 of valid and test."""
-    folder = tmp_path_factory.mktemp("qa1")
-    for split, n in [("train", 100), ("valid", 20), ("test", 20)]:
-        stories = babi.read_file(babi_dir / "en-valid" / f"qa1_{split}.txt")[:n]
-        babi.write_file(folder / f"qa1_{split}.txt", stories)
-    return folder
 
 
 def quick(folder, **overrides):
