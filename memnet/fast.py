@@ -104,7 +104,8 @@ class Stepper:
 
         seeds = range(len(order))
         if self.threads > 1 and len(seeds) > 1:
-            with ThreadPoolExecutor(self.threads) as pool:
+            # denormals are flushed to zero per thread: in the workers as train() does in its own
+            with ThreadPoolExecutor(self.threads, initializer=torch.set_flush_denormal, initargs=(True,)) as pool:
                 losses = list(pool.map(seed_epoch, seeds))
         else:
             losses = [seed_epoch(s) for s in seeds]
@@ -171,15 +172,17 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
             # x: every table applied to every memory, and table 0 (B) to the question
             for i in range(L + 1):
                 columns = d if i == 0 else Td
-                x[i] = 0.0
+                x_i = x[i]
+                x_i[:] = 0.0
                 for j in range(n_words[q, i]):
-                    w, a_j, c_j = words[q, i, j], coef[q, i, j, 0], coef[q, i, j, 1]
+                    a_j, c_j = coef[q, i, j, 0], coef[q, i, j, 1]
+                    row = emb[words[q, i, j]]
                     for tk in range(columns):
-                        x[i, tk] += (a_j + e[tk] * c_j) * emb[w, tk]
+                        x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
                 if i > 0 and n_ages > 0:
-                    age = min(ages[b, i - 1], n_ages - 1)
+                    row = temporal[min(ages[b, i - 1], n_ages - 1)]
                     for tk in range(Td):
-                        x[i, tk] += temporal[age, tk]
+                        x_i[tk] += row[tk]
             u[0] = x[0, :d]  # u^1 = B q
             attends[:, 0] = False
             attends[0, 1:L + 1] = True
@@ -201,11 +204,13 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
                 p[hop] = 0.0
                 top = np.float32(0.0 if null else -np.inf)
+                u_k = u[hop]
                 for i in range(1, L + 1):
                     if attends[hop, i]:
+                        m_i = x[i, a_table * d:(a_table + 1) * d]
                         score = np.float32(0.0)
                         for k in range(d):
-                            score += u[hop, k] * x[i, a_table * d + k]
+                            score += u_k[k] * m_i[k]
                         if visited[hop, i]:  # soft masking lowers a chosen memory's score
                             score -= penalty
                         p[hop, i] = score
@@ -224,15 +229,18 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 o[:] = 0.0
                 for i in range(1, L + 1):
                     if attends[hop, i]:
+                        c_i, p_i = x[i, c_table * d:(c_table + 1) * d], p[hop, i]
                         for k in range(d):
-                            o[k] += p[hop, i] * x[i, c_table * d + k]
+                            o[k] += p_i * c_i[k]
+                u_next = u[hop + 1]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
                 for k in range(d):
-                    u[hop + 1, k] = o[k]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
+                    u_next[k] = o[k]
                     if layerwise:
+                        H_k = H[k]
                         for j in range(d):
-                            u[hop + 1, k] += H[k, j] * u[hop, j]
+                            u_next[k] += H_k[j] * u_k[j]
                     else:
-                        u[hop + 1, k] += u[hop, k]
+                        u_next[k] += u_k[k]
             # the hops the answer may come from: all with the stopping rule, else the last
             states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
             first = 0 if stopping else K - 1
@@ -240,10 +248,12 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
             ce[:] = 0.0
             for r in range(first, K):  # â_r = softmax(W state_r) and its cross-entropy
                 top = np.float32(-np.inf)
+                state = states[r]
                 for a in range(n_answers):
                     logit = np.float32(0.0)
+                    W_a = W[a]
                     for k in range(d):
-                        logit += W[a, k] * states[r, k]
+                        logit += W_a[k] * state[k]
                     probs[r, a] = logit
                     top = max(top, logit)
                 target_logit = probs[r, target] - top if target >= 0 else np.float32(0.0)
@@ -251,7 +261,8 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 for a in range(n_answers):
                     probs[r, a] = np.exp(probs[r, a] - top)
                     norm += probs[r, a]
-                probs[r] /= norm
+                for a in range(n_answers):
+                    probs[r, a] /= norm
                 if target >= 0:  # else no answer among the classes: no cross-entropy
                     ce[r] = np.log(norm) - target_logit
             # π_k = h_k Π_{j<k} (1 - h_j), h_k = σ(w_h · state_k + b_h), h_K = 1; without stopping π = (0, .., 1)
@@ -298,11 +309,14 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
             g_state[:] = 0.0
             if target >= 0:
                 for r in range(first, K):
+                    state, g_state_r = states[r], g_state[r]
                     for a in range(n_answers):
                         g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
+                        W_a, g_W_a = W[a], g_W[a]
                         for k in range(d):
-                            g_W[a, k] += g_logit * states[r, k]
-                            g_state[r, k] += g_logit * W[a, k]
+                            g_W_a[k] += g_logit * state[k]
+                        for k in range(d):
+                            g_state_r[k] += g_logit * W_a[k]
             if stopping:  # ∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = ∂loss/∂π_k
                 later = np.float32(0.0)
                 for r in range(K - 2, -1, -1):
@@ -320,62 +334,90 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 g_u[:] = g_state[K - 1]  # ∂u^{K+1}
             for hop in range(K - 1, -1, -1):
                 if readout:
-                    g_o[:] = g_u + g_state[hop]  # ∂o^k: through u^{k+1} = u^k + o^k, and as â_k's state
+                    for k in range(d):  # ∂o^k: through u^{k+1} = u^k + o^k, and as â_k's state
+                        g_o[k] = g_u[k] + g_state[hop, k]
                 else:
                     if hop < K - 1:
-                        g_u += g_state[hop]  # ∂u^{k+1} as â_k's state
+                        for k in range(d):  # ∂u^{k+1} as â_k's state
+                            g_u[k] += g_state[hop, k]
                     g_o[:] = g_u
                 a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)
                 weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
                 for i in range(1, L + 1):
                     if attends[hop, i]:
-                        g_p[i] = 0.0
+                        c_i, g_c_i, p_i = x[i, c_table * d:(c_table + 1) * d], g_x[i, c_table * d:(c_table + 1) * d], p[hop, i]
+                        g_p_i = np.float32(0.0)
                         for k in range(d):
-                            g_x[i, c_table * d + k] += p[hop, i] * g_o[k]  # ∂c_i = p_i ∂o
-                            g_p[i] += x[i, c_table * d + k] * g_o[k]  # ∂p_i = c_i · ∂o
-                        weighted += p[hop, i] * g_p[i]
+                            g_p_i += c_i[k] * g_o[k]  # ∂p_i = c_i · ∂o
+                        for k in range(d):
+                            g_c_i[k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
+                        g_p[i] = g_p_i
+                        weighted += p_i * g_p_i
+                u_k = u[hop]
                 if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
                     g_next[:] = g_u
                     g_u[:] = 0.0
                     for k in range(d):
+                        H_k, g_H_k, g_next_k = H[k], g_H[k], g_next[k]
                         for j in range(d):
-                            g_H[k, j] += g_next[k] * u[hop, j]
-                            g_u[j] += H[k, j] * g_next[k]
+                            g_H_k[j] += g_next_k * u_k[j]
+                        for j in range(d):
+                            g_u[j] += H_k[j] * g_next_k
                 for i in range(1, L + 1):
                     if attends[hop, i]:
                         g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
                         if visited[hop, i]:  # score_i - e^{log_penalty}
                             g_log_penalty[0] -= g_score * penalty
+                        m_i, g_m_i = x[i, a_table * d:(a_table + 1) * d], g_x[i, a_table * d:(a_table + 1) * d]
                         for k in range(d):
-                            g_x[i, a_table * d + k] += g_score * u[hop, k]  # ∂m_i = ∂score_i u^k
-                            g_u[k] += g_score * x[i, a_table * d + k]  # ∂u^k gets Σ_i ∂score_i m_i
-            g_x[0, :d] += g_u  # u^1 = B q
+                            g_m_i[k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
+                        for k in range(d):
+                            g_u[k] += g_score * m_i[k]  # ∂u^k gets Σ_i ∂score_i m_i
+            for k in range(d):  # u^1 = B q
+                g_x[0, k] += g_u[k]
             # the tables' gradient, back through the sparse sentences
             for i in range(L + 1):
                 columns = d if i == 0 else Td
+                g_x_i = g_x[i]
                 for j in range(n_words[q, i]):
-                    w, a_j, c_j = words[q, i, j], coef[q, i, j, 0], coef[q, i, j, 1]
+                    a_j, c_j = coef[q, i, j, 0], coef[q, i, j, 1]
+                    g_row = g_emb[words[q, i, j]]
                     for tk in range(columns):
-                        g_emb[w, tk] += (a_j + e[tk] * c_j) * g_x[i, tk]
+                        g_row[tk] += (a_j + e[tk] * c_j) * g_x_i[tk]
                 if i > 0 and n_ages > 0:
-                    age = min(ages[b, i - 1], n_ages - 1)
+                    g_row = g_temporal[min(ages[b, i - 1], n_ages - 1)]
                     for tk in range(Td):
-                        g_temporal[age, tk] += g_x[i, tk]
+                        g_row[tk] += g_x_i[tk]
         for a in range(n_answers):  # W = answer_bag C^K
             for v in range(V):
                 if answer_bag[a, v] != 0.0:
                     for k in range(d):
                         g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
         # SGD, with this seed's gradient norm clipped at max_norm
-        norm = np.sqrt(np.sum(g_emb.astype(np.float64) ** 2) + np.sum(g_temporal.astype(np.float64) ** 2)
-                       + np.sum(g_halt_w.astype(np.float64) ** 2) + np.float64(g_halt_b[0]) ** 2
-                       + np.sum(g_H.astype(np.float64) ** 2) + np.float64(g_log_penalty[0]) ** 2)
+        norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal.ravel()) + _squares(g_halt_w)
+                       + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty))
         step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
-        emb -= step * g_emb
-        temporal -= step * g_temporal
-        halt_w -= step * g_halt_w
-        halt_b -= step * g_halt_b
-        H -= step * g_H
-        log_penalty -= step * g_log_penalty
+        _descend(emb.ravel(), g_emb.ravel(), step)
+        _descend(temporal.ravel(), g_temporal.ravel(), step)
+        _descend(halt_w, g_halt_w, step)
+        _descend(halt_b, g_halt_b, step)
+        _descend(H.ravel(), g_H.ravel(), step)
+        _descend(log_penalty, g_log_penalty, step)
         penalty = np.exp(log_penalty[0])
     return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _squares(a):
+    """Σ a², accumulated in float64 (as torch's gradient-norm clipping)."""
+    total = 0.0
+    for v in a:
+        total += np.float64(v) * np.float64(v)
+    return total
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _descend(a, g, step):
+    """a -= step · g, in place."""
+    for i in range(a.shape[0]):
+        a[i] -= step * g[i]
