@@ -131,6 +131,8 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
     g_W = np.empty((n_answers, d), np.float32)
     x = np.empty((M1, Td), np.float32)  # x[i, t*d:(t+1)*d]: table t applied to slot i
     g_x = np.empty((M1, Td), np.float32)
+    tables = x.reshape((M1, Td // d, d))  # the same, as tables[i, t, k]: the hops' inner loops over k
+    g_tables = g_x.reshape((M1, Td // d, d))
     p = np.empty((K, M1), np.float32)  # attention of each hop (slot 0: nothing, the null memory reads nothing)
     attends = np.empty((K, M1), np.bool_)  # slots each hop could attend to
     u = np.empty((K + 1, d), np.float32)  # u^1 .. u^{K+1}
@@ -207,10 +209,9 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 u_k = u[hop]
                 for i in range(1, L + 1):
                     if attends[hop, i]:
-                        m_i = x[i, a_table * d:(a_table + 1) * d]
                         score = np.float32(0.0)
                         for k in range(d):
-                            score += u_k[k] * m_i[k]
+                            score += u_k[k] * tables[i, a_table, k]
                         if visited[hop, i]:  # soft masking lowers a chosen memory's score
                             score -= penalty
                         p[hop, i] = score
@@ -229,9 +230,9 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 o[:] = 0.0
                 for i in range(1, L + 1):
                     if attends[hop, i]:
-                        c_i, p_i = x[i, c_table * d:(c_table + 1) * d], p[hop, i]
+                        p_i = p[hop, i]
                         for k in range(d):
-                            o[k] += p_i * c_i[k]
+                            o[k] += p_i * tables[i, c_table, k]
                 u_next = u[hop + 1]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
                 for k in range(d):
                     u_next[k] = o[k]
@@ -345,12 +346,12 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                 weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
                 for i in range(1, L + 1):
                     if attends[hop, i]:
-                        c_i, g_c_i, p_i = x[i, c_table * d:(c_table + 1) * d], g_x[i, c_table * d:(c_table + 1) * d], p[hop, i]
+                        p_i = p[hop, i]
                         g_p_i = np.float32(0.0)
                         for k in range(d):
-                            g_p_i += c_i[k] * g_o[k]  # ∂p_i = c_i · ∂o
+                            g_p_i += tables[i, c_table, k] * g_o[k]  # ∂p_i = c_i · ∂o
                         for k in range(d):
-                            g_c_i[k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
+                            g_tables[i, c_table, k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
                         g_p[i] = g_p_i
                         weighted += p_i * g_p_i
                 u_k = u[hop]
@@ -368,11 +369,10 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                         g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
                         if visited[hop, i]:  # score_i - e^{log_penalty}
                             g_log_penalty[0] -= g_score * penalty
-                        m_i, g_m_i = x[i, a_table * d:(a_table + 1) * d], g_x[i, a_table * d:(a_table + 1) * d]
                         for k in range(d):
-                            g_m_i[k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
+                            g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
                         for k in range(d):
-                            g_u[k] += g_score * m_i[k]  # ∂u^k gets Σ_i ∂score_i m_i
+                            g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
             for k in range(d):  # u^1 = B q
                 g_x[0, k] += g_u[k]
             # the tables' gradient, back through the sparse sentences
