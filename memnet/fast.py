@@ -126,7 +126,7 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
     V, Td = emb.shape
     n_answers, n_ages, M1 = answer_bag.shape[0], temporal.shape[0], words.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
-    g_emb, g_temporal = np.empty_like(emb), np.empty_like(temporal)
+    g_emb, g_temporal = np.empty_like(emb), np.zeros_like(temporal)
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
     g_W = np.empty((n_answers, d), np.float32)
     x = np.empty((M1, Td), np.float32)  # x[i, t*d:(t+1)*d]: table t applied to slot i
@@ -156,7 +156,7 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
     N = order.shape[0]
     for start in range(0, N, batch_size):
         g_emb[:] = 0.0
-        g_temporal[:] = 0.0
+        aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         g_halt_w[:] = 0.0
         g_halt_b[:] = 0.0
         g_H[:] = 0.0
@@ -385,7 +385,9 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                     for tk in range(columns):
                         g_row[tk] += (a_j + e[tk] * c_j) * g_x_i[tk]
                 if i > 0 and n_ages > 0:
-                    g_row = g_temporal[min(ages[b, i - 1], n_ages - 1)]
+                    age = min(ages[b, i - 1], n_ages - 1)
+                    aged = max(aged, age + 1)
+                    g_row = g_temporal[age]
                     for tk in range(Td):
                         g_row[tk] += g_x_i[tk]
         for a in range(n_answers):  # W = answer_bag C^K
@@ -394,11 +396,12 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                     for k in range(d):
                         g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
         # SGD, with this seed's gradient norm clipped at max_norm
-        norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal.ravel()) + _squares(g_halt_w)
+        norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                        + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty))
         step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
         _descend(emb.ravel(), g_emb.ravel(), step)
-        _descend(temporal.ravel(), g_temporal.ravel(), step)
+        _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
+        g_temporal[:aged] = 0.0
         _descend(halt_w, g_halt_w, step)
         _descend(halt_b, g_halt_b, step)
         _descend(H.ravel(), g_H.ravel(), step)
