@@ -63,6 +63,7 @@ def main() -> None:
     tasks = babi.parse_tasks(args.tasks)
     train(settings(tasks[0], 1, 1), progress=False, log=False)  # warm-up: compiles or loads the training loop
     totals: dict[int, list[float]] = {}
+    fastest: dict[tuple[int, int], float] = {}  # (task, seeds): the quickest of its runs
     for task in tasks:
         for seeds in map(int, args.seeds.split(",")):
             cfg = settings(task, seeds, args.epochs)
@@ -78,9 +79,15 @@ def main() -> None:
                 print(f"qa{task:<3} seeds {seeds:2d}: {wall:6.2f} s wall, {cpu:6.2f} s CPU per run, "
                       f"{questions / wall:9,.0f} training questions/s, test accuracy {100 * result['test']['accuracy']:.1f}% "
                       f"(best of {seeds} on validation), load {os.getloadavg()[0]:.1f}", flush=True)
+            fastest[task, seeds] = min(walls)
             if args.repeat > 1:
                 print(f"qa{task:<3} seeds {seeds:2d}: min {min(walls):.2f} s, median {statistics.median(walls):.2f} s "
                       f"of {args.repeat} runs", flush=True)
+    counts = sorted(map(int, args.seeds.split(",")))
+    for task in tasks:  # what the restarts cost: many seeds against one, each setting's quickest run
+        for seeds in counts[1:]:
+            print(f"qa{task:<3} {seeds} seeds cost {fastest[task, seeds] / fastest[task, counts[0]]:.1f}x "
+                  f"{counts[0]} seed{'s' if counts[0] > 1 else ''}")
     for seeds, (wall, cpu, runs) in totals.items():
         if runs > 1:
             print(f"total, {runs} runs, seeds {seeds:2d}: {wall:7.1f} s wall, {cpu:7.1f} s CPU")

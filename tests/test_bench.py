@@ -99,3 +99,9 @@ def test_bench_speed_reports_each_run_and_the_spread(babi_dir, capsys, monkeypat
     assert all("(best of" in line and "test accuracy" in line for line in runs)
     assert [line.split(":")[0] for line in lines if "median" in line] == ["qa1   seeds  1", "qa1   seeds  2"]
     assert lines[-1].startswith("total, 2 runs, seeds  2:")
+    # the restarts' cost: the quickest 2-seed run over the quickest 1-seed run
+    walls = {seeds: min(float(line.split(":")[1].split()[0]) for line in runs if line.startswith(f"qa1   seeds  {seeds}"))
+             for seeds in (1, 2)}
+    ratio = next(line for line in lines if " seeds cost " in line)
+    assert ratio.startswith("qa1   2 seeds cost ") and ratio.endswith("x 1 seed")
+    assert float(ratio.split()[4].rstrip("x")) == pytest.approx(walls[2] / walls[1], abs=0.06)
