@@ -301,11 +301,13 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     lr = tc.linear_start_lr if linear_epochs else tc.lr
     batch_size = tc.batch_size
     started = time.perf_counter()
+    stepping = 0.0  # seconds spent shuffling and in the training steps (the rest: evaluating, saving)
     interrupted = False
     epoch = start_epoch
     bar = tqdm(range(start_epoch, epochs), desc="train", unit="epoch", disable=None if progress else True, leave=False)  # None: off when not a terminal
     try:
         for epoch in bar:
+            began = time.perf_counter()
             model.linear = epoch < linear_epochs
             lr = tc.linear_start_lr if model.linear else tc.lr * 0.5 ** ((epoch - linear_epochs) // tc.lr_decay_every)
             order = torch.stack([torch.randperm(N, generator=g) for g in generators]).to(device)  # (S, N) each seed's data order
@@ -325,6 +327,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                     total += loss.detach()
                     step += 1
             epoch_loss = float(total) / N / S  # per question
+            stepping += time.perf_counter() - began
             bar.set_postfix(loss=f"{epoch_loss:.4f}")
             if (epoch + 1) % tc.eval_every == 0 or epoch + 1 == epochs:
                 evaluation(epoch + 1, epoch_loss, started)
@@ -342,7 +345,8 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
     final.load_state_dict({k: v[seed: seed + 1] for k, v in best_params.items()})
     final.to(device)
     result: dict[str, Any] = {"best_seed": seed, "valid_accuracy_per_seed": best.tolist(), "steps": step, "train_questions": N,
-                              "seconds": round(time.perf_counter() - started, 3), "interrupted": interrupted,
+                              "seconds": round(time.perf_counter() - started, 3),
+                              "training_seconds": round(stepping, 3), "interrupted": interrupted,
                               "valid": evaluate(final, valid_data)}
     if data["test"] is not None:
         result["test"] = evaluate(final, data["test"])

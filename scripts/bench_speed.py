@@ -1,8 +1,9 @@
 """Training speed at the paper's settings (d = 20, 3 hops, batch 32, 100 epochs, memory 50,
 evaluation every 10 epochs; no linear start, so the 100 epochs are the whole run, as in the
 reference): wall and CPU seconds per run (train(): reading the data, training, evaluating;
-not the interpreter's start-up) and training questions per second, for one seed and for 10
-seeds trained side by side.
+not the interpreter's start-up), of them the seconds spent training (shuffling and the
+steps; the rest reads, evaluates and chooses the seed), and training questions per second,
+for one seed and for 10 seeds trained side by side; then what the 10 seeds cost against one.
 
     .venv/bin/python scripts/bench_speed.py                          # qa1 and qa16 of en-valid, 1 and 10 seeds
     .venv/bin/python scripts/bench_speed.py --tasks 1 --seeds 1 --repeat 5
@@ -76,8 +77,9 @@ def main() -> None:
                 questions = result["train_questions"] * cfg.train.epochs * seeds
                 total = totals.setdefault(seeds, [0.0, 0.0, 0])
                 total[0], total[1], total[2] = total[0] + wall, total[1] + cpu, total[2] + 1
-                print(f"qa{task:<3} seeds {seeds:2d}: {wall:6.2f} s wall, {cpu:6.2f} s CPU per run, "
-                      f"{questions / wall:9,.0f} training questions/s, test accuracy {100 * result['test']['accuracy']:.1f}% "
+                print(f"qa{task:<3} seeds {seeds:2d}: {wall:6.2f} s wall ({result['training_seconds']:.2f} s training), "
+                      f"{cpu:6.2f} s CPU per run, {questions / wall:9,.0f} training questions/s, "
+                      f"test accuracy {100 * result['test']['accuracy']:.1f}% "
                       f"(best of {seeds} on validation), load {os.getloadavg()[0]:.1f}", flush=True)
             fastest[task, seeds] = min(walls)
             if args.repeat > 1:

@@ -51,6 +51,7 @@ def test_a_small_model_learns_a_small_task(tiny):
     assert result["valid"]["accuracy"] > 0.5
     assert result["test"]["accuracy"] > 0.5
     assert result["valid"]["hop_accuracy"][0] > 0.4
+    assert 0 < result["training_seconds"] < result["seconds"]  # the rest: evaluating twice, choosing the seed
 
 
 def test_restarts_keep_each_seed_as_if_alone(tiny):
