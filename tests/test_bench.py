@@ -1,5 +1,6 @@
 """scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table;
-scripts/saturation.py's untrained part; scripts/bench_speed.py's report on one epoch."""
+scripts/saturation.py's untrained part; scripts/bench_speed.py's report on one epoch;
+scripts/compare_loops.py against the committed loop."""
 import importlib.util
 import json
 from pathlib import Path
@@ -16,6 +17,9 @@ spec.loader.exec_module(saturation)
 spec = importlib.util.spec_from_file_location("bench_speed", ROOT / "scripts" / "bench_speed.py")
 bench_speed = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench_speed)
+spec = importlib.util.spec_from_file_location("compare_loops", ROOT / "scripts" / "compare_loops.py")
+compare_loops = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(compare_loops)
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +109,20 @@ def test_bench_speed_reports_each_run_and_the_spread(babi_dir, capsys, monkeypat
     ratio = next(line for line in lines if " seeds cost " in line)
     assert ratio.startswith("qa1   2 seeds cost ") and ratio.endswith("x 1 seed")
     assert float(ratio.split()[4].rstrip("x")) == pytest.approx(walls[2] / walls[1], abs=0.06)
+
+
+def test_compare_loops_times_the_committed_loop_against_the_working_tree(babi_dir, capsys, tmp_path):
+    compare_loops.main(["HEAD", "--data", str(babi_dir / "en-valid"), "--epochs", "2", "--folder", str(tmp_path),
+                        "--set", "model.stopping=true"])
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("qa1 (model.stopping=true): HEAD ") and "median of 2 epochs each" in line
+    old, new = (float(line.split(label)[1].split()[0]) for label in (": HEAD ", "working tree "))
+    assert old > 0 and new > 0
+    # the same start, data and order: the two loops reach the same weights (up to rounding)
+    assert float(line.rsplit(" ", 1)[1]) < 1e-5
+    assert (tmp_path / "fast_HEAD.py").is_file()  # the revision's loop, where --folder says
+
+
+def test_compare_loops_names_a_revision_it_cannot_read(tmp_path):
+    with pytest.raises(SystemExit, match="no memnet/fast.py at 'no-such-revision'"):
+        compare_loops.main(["no-such-revision", "--folder", str(tmp_path)])
