@@ -15,6 +15,7 @@ import argparse
 import importlib.util
 import statistics
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -40,6 +41,7 @@ def loop_at(revision: str, folder: Path):
         path.write_text(source.stdout)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # Numba's cache finds the module of a loop it loads by name
     spec.loader.exec_module(module)
     return module
 
