@@ -350,7 +350,6 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                         g_p_i = np.float32(0.0)
                         for k in range(d):
                             g_p_i += tables[i, c_table, k] * g_o[k]  # ∂p_i = c_i · ∂o
-                        for k in range(d):
                             g_tables[i, c_table, k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
                         g_p[i] = g_p_i
                         weighted += p_i * g_p_i
@@ -371,7 +370,6 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
                             g_log_penalty[0] -= g_score * penalty
                         for k in range(d):
                             g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
-                        for k in range(d):
                             g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
             for k in range(d):  # u^1 = B q
                 g_x[0, k] += g_u[k]
