@@ -8,18 +8,17 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-spec = importlib.util.spec_from_file_location("bench_babi", ROOT / "scripts" / "bench_babi.py")
-bench = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench)
-spec = importlib.util.spec_from_file_location("saturation", ROOT / "scripts" / "saturation.py")
-saturation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(saturation)
-spec = importlib.util.spec_from_file_location("bench_speed", ROOT / "scripts" / "bench_speed.py")
-bench_speed = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(bench_speed)
-spec = importlib.util.spec_from_file_location("compare_loops", ROOT / "scripts" / "compare_loops.py")
-compare_loops = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(compare_loops)
+
+
+def script(name: str):
+    """scripts/NAME.py imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+bench, saturation, bench_speed, compare_loops = map(script, ["bench_babi", "saturation", "bench_speed", "compare_loops"])
 
 
 @pytest.fixture(scope="module")
