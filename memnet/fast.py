@@ -104,7 +104,7 @@ class Stepper:
 
         seeds = range(len(order))
         if self.threads > 1 and len(seeds) > 1:
-            # denormals are flushed to zero per thread: in the workers as train() does in its own
+            # flush denormals to zero in the workers too: a per-thread setting, which train() sets in its own
             with ThreadPoolExecutor(self.threads, initializer=torch.set_flush_denormal, initargs=(True,)) as pool:
                 losses = list(pool.map(seed_epoch, seeds))
         else:

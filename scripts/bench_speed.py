@@ -62,11 +62,12 @@ def main() -> None:
                                   "train.threads": args.threads, "train.backend": args.backend})
 
     tasks = babi.parse_tasks(args.tasks)
+    counts = sorted(map(int, args.seeds.split(",")))
     train(settings(tasks[0], 1, 1), progress=False, log=False)  # warm-up: compiles or loads the training loop
     totals: dict[int, list[float]] = {}
     fastest: dict[tuple[int, int], float] = {}  # (task, seeds): the quickest of its runs
     for task in tasks:
-        for seeds in map(int, args.seeds.split(",")):
+        for seeds in counts:
             cfg = settings(task, seeds, args.epochs)
             walls = []
             for _ in range(args.repeat):
@@ -85,7 +86,6 @@ def main() -> None:
             if args.repeat > 1:
                 print(f"qa{task:<3} seeds {seeds:2d}: min {min(walls):.2f} s, median {statistics.median(walls):.2f} s "
                       f"of {args.repeat} runs", flush=True)
-    counts = sorted(map(int, args.seeds.split(",")))
     for task in tasks:  # what the restarts cost: many seeds against one, each setting's quickest run
         for seeds in counts[1:]:
             print(f"qa{task:<3} {seeds} seeds cost {fastest[task, seeds] / fastest[task, counts[0]]:.1f}x "
