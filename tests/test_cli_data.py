@@ -1,5 +1,7 @@
 """The data subcommands end to end: generate, show, stats, check."""
 import json
+import subprocess
+import sys
 
 from memnet.cli import main
 
@@ -69,3 +71,24 @@ def test_check_reports_a_question_outside_the_task_language(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 1
     out = capsys.readouterr().out
     assert "1 disagree" in out and "unreadable: unexpected question 'Who is Mary?'" in out
+
+
+def test_the_data_commands_do_not_load_torch(tmp_path):
+    # `memnet --help`, generate, show, stats and check start in a fraction of a second: torch
+    # and Numba (seconds to import) load only for the commands that run a model
+    script = f"""
+import sys
+from memnet.cli import main
+out = {str(tmp_path / "gen")!r}
+assert main(["generate", "--task", "1", "--train", "20", "--test", "20", "--out", out]) == 0
+for argv in (["show", out, "--task", "1", "-n", "1"], ["stats", out], ["check", out]):
+    assert main(argv) == 0
+try:
+    main(["--help"])
+except SystemExit:
+    pass
+print(sorted({{m.split(".")[0] for m in sys.modules}} & {{"torch", "numba"}}))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

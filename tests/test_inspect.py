@@ -278,3 +278,11 @@ def test_halted_questions_show_only_the_hops_taken(capsys, inspect_run, tmp_path
     assert len(table["attention"]) == len(table["chosen"]) == len(table["hop_answers"]) == 1
     code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
     assert out.splitlines()[1].split()[3:] == ["hop", "1"] and "hops used: 1 of 3 (stopped: halted)" in out
+
+
+def test_the_command_line_offers_every_format_the_library_renders():
+    # memnet.cli.inspection keeps its own list so that building the parser does not load torch
+    from memnet import inspect
+    from memnet.cli.inspection import FORMATS
+
+    assert FORMATS == inspect.FORMATS

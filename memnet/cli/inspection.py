@@ -4,10 +4,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memnet import ask, checkpoint, inspect, report
 from memnet.babi import SPLITS, parse_tasks
 from memnet.errors import MemnetError
+
+if TYPE_CHECKING:
+    from memnet.inspect import Table
+
+# The commands import the modules they run (memnet.inspect, checkpoint, report, ask): those
+# load torch, which `memnet --help` and the data commands need not wait for.
+FORMATS = ("text", "markdown", "json", "csv", "png")  # memnet.inspect.FORMATS (a test keeps them equal)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -26,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--all", action="store_true", help="walk the split's questions instead of one")
     p.add_argument("--limit", type=int, help="with --all: show at most this many questions")
     p.add_argument("--wrong-only", action="store_true", help="with --all: only questions answered wrongly")
-    p.add_argument("--format", default="text", choices=inspect.FORMATS,
+    p.add_argument("--format", default="text", choices=FORMATS,
                    help="text (default), markdown, json, csv or png (a heatmap; needs --out)")
     p.add_argument("--out", help="write to this file instead of standard output (required for png)")
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
@@ -65,15 +72,19 @@ def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
     folder = args.data or cfg.data.dir
     if not folder:
         raise MemnetError("no data folder: give --data DIR")
+    from memnet.inspect import load_samples
+
     task = _task(args.task, cfg)
-    return folder, task, inspect.load_samples(folder, task, args.split, cfg.data.valid_fraction)
+    return folder, task, load_samples(folder, task, args.split, cfg.data.valid_fraction)
 
 
 def _color(args: argparse.Namespace, stream) -> bool:
-    return args.color == "always" or (args.color == "auto" and inspect.use_color(stream))
+    from memnet.inspect import use_color
+
+    return args.color == "always" or (args.color == "auto" and use_color(stream))
 
 
-def _warn(tables: list[inspect.Table]) -> None:
+def _warn(tables: list[Table]) -> None:
     unknown = sorted({w for t in tables for w in t.unknown})
     if unknown:
         print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=sys.stderr)
@@ -93,6 +104,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         raise MemnetError("--format png needs --out FILE")
     if args.format == "png" and args.all:
         raise MemnetError("--format png draws one question; drop --all")
+    from memnet import checkpoint, inspect
+
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     if args.story:
         tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)], [Path(args.story).name],
@@ -125,6 +138,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from memnet import checkpoint, report
+
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     folder, task, questions = _questions(args, cfg)
     if not questions:
@@ -137,6 +152,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    from memnet import ask, checkpoint, inspect
+
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     color = _color(args, sys.stdout)
     if args.story:

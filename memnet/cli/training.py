@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from memnet import babi, checkpoint, config
+from memnet import babi, config
 from memnet.config import ConfigError
 from memnet.errors import MemnetError
 
@@ -82,6 +82,7 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_eval(args: argparse.Namespace) -> int:
+    from memnet import checkpoint
     from memnet.train import encode_tasks, evaluate, read_splits
 
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
