@@ -58,6 +58,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a config setting, as memnet train's")
     args = parser.parse_args(argv)
 
+    if any("=" not in item for item in args.set):
+        parser.error(f"--set: expected KEY=VALUE, found {next(i for i in args.set if '=' not in i)!r}")
     overrides = dict(item.split("=", 1) for item in args.set)
     cfg = resolve(config.load(None, {"data.dir": args.data, "data.task": args.task, "train.restarts": 1,
                                      "train.linear_start_epochs": 0, **overrides}))
