@@ -46,8 +46,37 @@ def unsupported(model: torch.nn.Module, device: torch.device) -> str | None:
     return None if device.type == "cpu" else f"device {device}"
 
 
+class Questions:
+    """A Batch as the compiled loops read it: per question, its slots (0 the question, then its
+    memories, most recent first) as word ids with their position-encoding weights (a_j, c_j)."""
+
+    def __init__(self, data: Batch, encoding: str):
+        L = max(data.story.shape[-1], data.query.shape[-1])
+        words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
+                           F.pad(data.story, (0, L - data.story.shape[-1]))], 1)  # (N, M+1, L) slot 0 the question
+        real = words != 0  # real words come first
+        n_words = real.sum(-1)  # (N, M+1)
+        r = torch.arange(1, L + 1) / n_words.clamp(min=1)[..., None]  # (N, M+1, L) j/J
+        if encoding == "pe":
+            coef = torch.stack([1 - r, 2 * r - 1], -1)  # (N, M+1, L, 2) a_j = 1 - j/J, c_j = 2j/J - 1
+        else:
+            coef = torch.stack([torch.ones_like(r), torch.zeros_like(r)], -1)  # bag of words: l_j = 1
+        self.words = words.int().numpy()  # (N, M+1, L)
+        self.coef = (coef * real[..., None]).float().numpy()  # (N, M+1, L, 2)
+        self.n_words = n_words.int().numpy()  # (N, M+1)
+        self.length = data.length.int().numpy()  # (N,)
+        self.ages = data.time.numpy().astype(np.int64)  # (N, M) each memory's age when not training
+        self.answer = data.answer.int().numpy()  # (N,)
+        self.support = data.support.int().numpy()  # (N, F) memory index of each supporting fact, -1: none
+        self.n_support = data.n_support.int().numpy()  # (N,)
+
+    def __len__(self) -> int:
+        return len(self.answer)
+
+
 class Stepper:
-    """Trains a MemN2N in place on one dataset (the trainer's Batch of training questions)."""
+    """Trains a MemN2N in place on one dataset (the trainer's Batch of training questions), and
+    answers questions with it as the model does in eval mode."""
 
     def __init__(self, model: torch.nn.Module, data: Batch, max_grad_norm: float, threads: int = 1):
         cfg = model.cfg
@@ -66,23 +95,7 @@ class Stepper:
         self.log_penalty = (model.log_penalty.detach().numpy().reshape(S, 1) if cfg.masking == "soft"
                             else np.zeros((S, 1), np.float32))
         self.answer_bag = model.answer_bag.numpy()  # (A, V) the words of each answer class
-        L = max(data.story.shape[-1], data.query.shape[-1])
-        words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
-                           F.pad(data.story, (0, L - data.story.shape[-1]))], 1)  # (N, M+1, L) slot 0 the question
-        real = words != 0  # real words come first
-        n_words = real.sum(-1)  # (N, M+1)
-        r = torch.arange(1, L + 1) / n_words.clamp(min=1)[..., None]  # (N, M+1, L) j/J
-        if cfg.encoding == "pe":
-            coef = torch.stack([1 - r, 2 * r - 1], -1)  # (N, M+1, L, 2) a_j = 1 - j/J, c_j = 2j/J - 1
-        else:
-            coef = torch.stack([torch.ones_like(r), torch.zeros_like(r)], -1)  # bag of words: l_j = 1
-        self.words = words.int().numpy()  # (N, M+1, L)
-        self.coef = (coef * real[..., None]).float().numpy()  # (N, M+1, L, 2)
-        self.n_words = n_words.int().numpy()  # (N, M+1)
-        self.length = data.length.int().numpy()  # (N,)
-        self.answer = data.answer.int().numpy()  # (N,)
-        self.support = data.support.int().numpy()  # (N, F) memory index of each supporting fact, -1: none
-        self.n_support = data.n_support.int().numpy()  # (N,)
+        self.data = Questions(data, cfg.encoding)
         self.supervision = model.attention_supervision  # weight of the attention supervision loss
 
     def epoch(self, order: np.ndarray, ages: np.ndarray, lr: float, batch_size: int, linear: bool) -> tuple[float, int]:
@@ -93,23 +106,48 @@ class Stepper:
         cfg = self.cfg
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
 
+        data = self.data
+
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s],
-                               self.log_penalty[s], self.answer_bag, self.words, self.coef, self.n_words,
-                               self.length, self.answer, self.support, self.n_support, order[s], ages[s],
+                               self.log_penalty[s], self.answer_bag, data.words, data.coef, data.n_words,
+                               data.length, data.answer, data.support, data.n_support, order[s], ages[s],
                                np.float32(lr), batch_size, linear, cfg.tying == "layerwise", cfg.masking == "hard",
                                cfg.masking == "soft", cfg.null_memory, cfg.answer_from == "readout", cfg.stopping,
                                np.float32(cfg.halt_cost), np.float32(self.supervision), np.float32(self.max_grad_norm),
                                cfg.hops, cfg.dim)
 
-        seeds = range(len(order))
+        return sum(self._each_seed(seed_epoch)), -(-order.shape[1] // batch_size)
+
+    def predict(self, questions: Questions, linear: bool = False) -> np.ndarray:
+        """(S, N) each seed's answer class to each question, as the torch model answers in eval
+        mode: after the first hop whose halting probability passes model.halt_threshold with
+        the stopping rule, else after the last; `linear` as during linear start."""
+        cfg = self.cfg
+
+        def seed_predict(s: int) -> np.ndarray:
+            return _seed_predict(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s],
+                                 self.log_penalty[s], self.answer_bag, questions.words, questions.coef,
+                                 questions.n_words, questions.length, questions.ages, linear,
+                                 cfg.tying == "layerwise", cfg.masking == "hard", cfg.masking == "soft", cfg.null_memory,
+                                 cfg.answer_from == "readout", cfg.stopping, np.float32(cfg.halt_threshold),
+                                 cfg.hops, cfg.dim)
+
+        return np.stack(self._each_seed(seed_predict))
+
+    def accuracy(self, questions: Questions, linear: bool = False) -> np.ndarray:
+        """(S,) each seed's share of questions answered right (no answer class: wrong)."""
+        return (self.predict(questions, linear) == questions.answer).mean(1)
+
+    def _each_seed(self, work) -> list:
+        """work(s) for every seed: on train.threads threads when there are several (the compiled
+        loops run without Python's lock)."""
+        seeds = range(self.emb.shape[0])
         if self.threads > 1 and len(seeds) > 1:
             # flush denormals to zero in the workers too: a per-thread setting, which train() sets in its own
             with ThreadPoolExecutor(self.threads, initializer=torch.set_flush_denormal, initargs=(True,)) as pool:
-                losses = list(pool.map(seed_epoch, seeds))
-        else:
-            losses = [seed_epoch(s) for s in seeds]
-        return sum(losses), -(-order.shape[1] // batch_size)
+                return list(pool.map(work, seeds))
+        return [work(s) for s in seeds]
 
     def step(self, idx: np.ndarray, ages: np.ndarray, lr: float, linear: bool) -> float:
         """One SGD step on the questions idx (S, B) with memory ages (S, B, M); returns the
@@ -162,86 +200,12 @@ def _seed_epoch(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words
         g_H[:] = 0.0
         g_log_penalty[:] = 0.0
         g_W[:] = 0.0
-        W[:] = 0.0
-        for a in range(n_answers):
-            for v in range(V):
-                if answer_bag[a, v] != 0.0:
-                    for k in range(d):
-                        W[a, k] += answer_bag[a, v] * emb[v, Td - d + k]
+        _answer_rows(W, emb, answer_bag)
         for b in range(start, min(start + batch_size, N)):
             q = order[b]
             L = length[q]
-            # x: every table applied to every memory, and table 0 (B) to the question
-            for i in range(L + 1):
-                columns = d if i == 0 else Td
-                x_i = x[i]
-                x_i[:] = 0.0
-                for j in range(n_words[q, i]):
-                    a_j, c_j = coef[q, i, j, 0], coef[q, i, j, 1]
-                    row = emb[words[q, i, j]]
-                    for tk in range(columns):
-                        x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
-                if i > 0 and n_ages > 0:
-                    row = temporal[min(ages[b, i - 1], n_ages - 1)]
-                    for tk in range(Td):
-                        x_i[tk] += row[tk]
-            u[0] = x[0, :d]  # u^1 = B q
-            attends[:, 0] = False
-            attends[0, 1:L + 1] = True
-            visited[0] = False
-            for hop in range(K):
-                a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)  # which tables are A and C
-                if hop > 0:
-                    attends[hop] = attends[hop - 1]
-                    visited[hop] = visited[hop - 1]
-                    if masking or soft:  # the memory the last hop chose (its argmax): blocked, or penalised
-                        best, choice = 0.0, 0
-                        for i in range(1, L + 1):
-                            if p[hop - 1, i] > best:
-                                best, choice = p[hop - 1, i], i
-                        if masking:
-                            attends[hop, choice] = False
-                        elif choice > 0:
-                            visited[hop, choice] = True
-                # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
-                p[hop] = 0.0
-                top = np.float32(0.0 if null else -np.inf)
-                u_k = u[hop]
-                for i in range(1, L + 1):
-                    if attends[hop, i]:
-                        score = np.float32(0.0)
-                        for k in range(d):
-                            score += u_k[k] * tables[i, a_table, k]
-                        if visited[hop, i]:  # soft masking lowers a chosen memory's score
-                            score -= penalty
-                        p[hop, i] = score
-                        scores[hop, i] = score
-                        top = max(top, score)
-                if not linear:  # linear start: p_i = u^k · m_i
-                    norm = np.exp(-top) if null else np.float32(0.0)
-                    for i in range(1, L + 1):
-                        if attends[hop, i]:
-                            p[hop, i] = np.exp(p[hop, i] - top)
-                            norm += p[hop, i]
-                    for i in range(1, L + 1):
-                        if attends[hop, i]:
-                            p[hop, i] /= norm
-                o = reads[hop]  # o = Σ_i p_i c_i
-                o[:] = 0.0
-                for i in range(1, L + 1):
-                    if attends[hop, i]:
-                        p_i = p[hop, i]
-                        for k in range(d):
-                            o[k] += p_i * tables[i, c_table, k]
-                u_next = u[hop + 1]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
-                for k in range(d):
-                    u_next[k] = o[k]
-                    if layerwise:
-                        H_k = H[k]
-                        for j in range(d):
-                            u_next[k] += H_k[j] * u_k[j]
-                    else:
-                        u_next[k] += u_k[k]
+            _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
+            _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
             # the hops the answer may come from: all with the stopping rule, else the last
             states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
             first = 0 if stopping else K - 1
@@ -422,3 +386,141 @@ def _descend(a, g, step):
     """a -= step · g, in place."""
     for i in range(a.shape[0]):
         a[i] -= step * g[i]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy", inline="always")
+def _embed(x, emb, temporal, words, coef, n_words, ages, L, d, e):
+    """x[i] for one question's slots 0..L: every table applied to memory i (at its age), and
+    table 0 (B) to the question in slot 0. words, coef, n_words: the question's rows; ages (M,)."""
+    Td, n_ages = emb.shape[1], temporal.shape[0]
+    for i in range(L + 1):
+        columns = d if i == 0 else Td
+        x_i = x[i]
+        x_i[:] = 0.0
+        for j in range(n_words[i]):
+            a_j, c_j = coef[i, j, 0], coef[i, j, 1]
+            row = emb[words[i, j]]
+            for tk in range(columns):
+                x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
+        if i > 0 and n_ages > 0:
+            row = temporal[min(ages[i - 1], n_ages - 1)]
+            for tk in range(Td):
+                x_i[tk] += row[tk]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy", inline="always")
+def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null):
+    """The K hops over memories 1..L: from u[0] = B q (tables[0, 0]), each hop's attention p[k]
+    (scores[k] before the softmax), read-out reads[k] = o^k and state u[k + 1]; attends[k] the
+    memories hop k could attend to, visited[k] those soft masking penalises."""
+    K, d = p.shape[0], u.shape[1]
+    u[0] = tables[0, 0]  # u^1 = B q
+    attends[:, 0] = False
+    attends[0, 1:L + 1] = True
+    visited[0] = False
+    for hop in range(K):
+        a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)  # which tables are A and C
+        if hop > 0:
+            attends[hop] = attends[hop - 1]
+            visited[hop] = visited[hop - 1]
+            if masking or soft:  # the memory the last hop chose (its argmax): blocked, or penalised
+                best, choice = 0.0, 0
+                for i in range(1, L + 1):
+                    if p[hop - 1, i] > best:
+                        best, choice = p[hop - 1, i], i
+                if masking:
+                    attends[hop, choice] = False
+                elif choice > 0:
+                    visited[hop, choice] = True
+        # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
+        p[hop] = 0.0
+        top = np.float32(0.0 if null else -np.inf)
+        u_k = u[hop]
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                score = np.float32(0.0)
+                for k in range(d):
+                    score += u_k[k] * tables[i, a_table, k]
+                if visited[hop, i]:  # soft masking lowers a chosen memory's score
+                    score -= penalty
+                p[hop, i] = score
+                scores[hop, i] = score
+                top = max(top, score)
+        if not linear:  # linear start: p_i = u^k · m_i
+            norm = np.exp(-top) if null else np.float32(0.0)
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    p[hop, i] = np.exp(p[hop, i] - top)
+                    norm += p[hop, i]
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    p[hop, i] /= norm
+        o = reads[hop]  # o = Σ_i p_i c_i
+        o[:] = 0.0
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                p_i = p[hop, i]
+                for k in range(d):
+                    o[k] += p_i * tables[i, c_table, k]
+        u_next = u[hop + 1]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
+        for k in range(d):
+            u_next[k] = o[k]
+            if layerwise:
+                H_k = H[k]
+                for j in range(d):
+                    u_next[k] += H_k[j] * u_k[j]
+            else:
+                u_next[k] += u_k[k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy", inline="always")
+def _answer_rows(W, emb, answer_bag):
+    """W (A, d) = answer_bag C^K: each answer class's row, the sum of its words' rows of the last table."""
+    Td, d = emb.shape[1], W.shape[1]
+    W[:] = 0.0
+    for a in range(answer_bag.shape[0]):
+        for v in range(answer_bag.shape[1]):
+            if answer_bag[a, v] != 0.0:
+                for k in range(d):
+                    W[a, k] += answer_bag[a, v] * emb[v, Td - d + k]
+
+
+@numba.njit(cache=True, nogil=True, fastmath=True, error_model="numpy")
+def _seed_predict(emb, temporal, halt_w, halt_b, H, log_penalty, answer_bag, words, coef, n_words, length, ages,
+                  linear, layerwise, masking, soft, null, readout, stopping, halt_threshold, K, d):
+    """One seed's answer class to each question (the forward pass of _seed_epoch, and the
+    stopping rule at inference)."""
+    N, M1 = words.shape[0], words.shape[1]
+    Td = emb.shape[1]
+    e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
+    W = np.empty((answer_bag.shape[0], d), np.float32)
+    _answer_rows(W, emb, answer_bag)
+    x = np.empty((M1, Td), np.float32)
+    tables = x.reshape((M1, Td // d, d))
+    p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
+    attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
+    u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
+    penalty = np.exp(log_penalty[0])
+    answers = np.empty(N, np.int64)
+    for q in range(N):
+        L = length[q]
+        _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
+        _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
+        states = reads if readout else u[1:]  # (K, d) what â_k reads
+        r = K - 1
+        if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
+            for hop in range(K - 1):
+                z = halt_b[0]
+                for k in range(d):
+                    z += halt_w[k] * states[hop, k]
+                if np.float32(1.0) / (np.float32(1.0) + np.exp(-z)) > halt_threshold:
+                    r = hop
+                    break
+        best, answers[q] = np.float32(-np.inf), 0
+        for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
+            logit = np.float32(0.0)
+            for k in range(d):
+                logit += W[a, k] * states[r, k]
+            if logit > best:
+                best, answers[q] = logit, a
+    return answers

@@ -253,11 +253,17 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
                 "generators": [g.get_state() for g in generators],
                 "config": cfg.to_dict(), "vocab": vocab.to_dict()})
 
+    def seed_accuracy(batch: Batch, split: str) -> torch.Tensor:
+        """(S,) each seed's accuracy on a split: with the compiled loops when they train the model."""
+        if stepper is None:
+            return _seed_accuracy(model, batch)
+        return torch.from_numpy(stepper.accuracy(questions[split], model.linear)).float()
+
     def evaluation(epoch: int, loss: float, started: float) -> None:
         """Score every seed on train and valid, keep each seed's best weights, log one line."""
         nonlocal best
-        valid_acc = _seed_accuracy(model, valid_data)  # (S,)
-        train_acc = _seed_accuracy(model, train_data)  # (S,)
+        valid_acc = seed_accuracy(valid_data, "valid")  # (S,)
+        train_acc = seed_accuracy(train_data, "train")  # (S,)
         improved = valid_acc > best
         if model.linear:  # weights trained without the softmax are not the model the checkpoint holds
             improved[:] = False
@@ -288,6 +294,7 @@ def train(cfg: Config, out_dir: str | Path | None = None, *, resume: bool = Fals
         why = fast.unsupported(model, device)
         if why is None:
             stepper = fast.Stepper(model, train_data, tc.max_grad_norm, tc.threads)
+            questions = {"train": stepper.data, "valid": fast.Questions(valid_data, cfg.model.encoding)}
         elif tc.backend == "numba":
             raise ConfigError(f"train.backend: numba does not cover {why}; use auto or torch")
         elif log:  # say why this run is slower than the others

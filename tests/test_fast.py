@@ -1,13 +1,14 @@
-"""The compiled training loop (memnet.fast) against the torch model it must match step for step."""
+"""The compiled loops (memnet.fast) against the torch model they must match: step for step in
+training, answer for answer in evaluation."""
 import pytest
 import torch
 
 from memnet import babi, config
 from memnet.config import ConfigError, ModelConfig
 from memnet.data import Vocab, encode_samples
-from memnet.fast import Stepper, unsupported
+from memnet.fast import Questions, Stepper, unsupported
 from memnet.model import build_model
-from memnet.train import _sgd_step, train
+from memnet.train import _seed_accuracy, _sgd_step, predict, train
 
 from test_model import STORY
 from test_train import quick
@@ -65,6 +66,54 @@ def test_a_step_is_the_torch_models_step(data, kw, linear):
     for name, value in model.state_dict().items():
         assert not torch.equal(value, before[name]) or name == "temporal" and kw.get("temporal") is False
         assert torch.allclose(value, expected[name], atol=1e-6), name
+
+
+@pytest.fixture(scope="module")
+def questions(tiny):
+    samples = list(babi.samples(babi.read_file(tiny / "qa1_train.txt")))
+    vocab = Vocab.build(samples, phrases=True)
+    return vocab, encode_samples(samples, vocab, memory_size=8)
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("kw", COVERED)
+def test_its_answers_are_the_torch_models_answers(questions, kw, linear):
+    vocab, batch = questions
+    kw = {k: v for k, v in kw.items() if k != "supervision"}  # a training loss: no part in answering
+    model = build_model(ModelConfig(dim=6, **kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
+                        memory_size=8, seeds=2)
+    model.linear = linear
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # weights away from their start: hops that pick, halting units that stop
+        for value in model.parameters():
+            value.add_(0.5 * torch.randn(value.shape, generator=generator))
+        if model.cfg.stopping:
+            model.halt_b.zero_()
+    batch = model.prepare(batch)
+    result = predict(model, batch)
+    if model.cfg.stopping:
+        assert 0 < (result.hops_used < model.cfg.hops).float().mean() < 1  # some questions stop early
+    answers = torch.from_numpy(Stepper(model, batch, max_grad_norm=40.0).predict(Questions(batch, model.cfg.encoding), linear))
+    # the same answers, but where two classes are within rounding (an exact tie: the first, in both)
+    best_two = result.logits.topk(2, -1).values  # (S, N, 2)
+    margin = best_two[..., 0] - best_two[..., 1]
+    clear = (margin == 0) | (margin > 1e-4)
+    assert clear.float().mean() > 0.95
+    assert torch.equal(answers[clear], result.logits.argmax(-1)[clear])
+
+
+def test_its_accuracy_is_the_trainers(questions):
+    vocab, batch = questions
+    model = build_model(ModelConfig(dim=6, stopping=True, masking="hard"), len(vocab), len(vocab.answers),
+                        answer_words=vocab.answer_words(), memory_size=8, seeds=3)
+    batch = model.prepare(batch)
+    stepper = Stepper(model, batch, max_grad_norm=40.0, threads=2)
+    for _ in range(3):  # a few epochs in: accuracies apart from chance and from each other
+        order = torch.stack([torch.randperm(len(batch), generator=torch.Generator().manual_seed(s)) for s in range(3)])
+        stepper.epoch(order.numpy(), batch.time[order].numpy(), 0.05, 8, False)
+    accuracy = stepper.accuracy(stepper.data)
+    assert accuracy.shape == (3,) and len(set(accuracy.tolist())) > 1
+    assert accuracy.tolist() == pytest.approx(_seed_accuracy(model, batch).tolist(), abs=1.5 / len(batch))
 
 
 def test_what_it_does_not_cover_is_named(data):
