@@ -9,7 +9,7 @@ trainer hands whole epochs to the compiled loops below whenever the model's conf
 one they cover (`unsupported` says which), and keeps the torch model for everything else
 (the final evaluation, its hop metrics, inspection). Evaluating every seed every few epochs
 in torch multiplies dense bags of words with the tables (20 tasks x 10 seeds: 26 s a time);
-the compiled forward pass reads the sparse sentences (0.7 s). The arrays here are NumPy views
+the compiled forward pass reads the sparse sentences (under a second). The arrays here are NumPy views
 of the torch parameters (they share memory): an update here is the torch model's update, and
 evaluation, checkpoints and inspection read the same weights.
 
