@@ -31,11 +31,16 @@ COVERED = [
 ]
 
 
-@pytest.fixture(scope="module")
-def data():
-    samples = list(babi.samples(babi.parse_lines(STORY.splitlines())))
+def encoded(stories):
+    """The vocabulary of some stories, and their questions as one Batch (memory 8)."""
+    samples = list(babi.samples(stories))
     vocab = Vocab.build(samples, phrases=True)
     return vocab, encode_samples(samples, vocab, memory_size=8)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return encoded(babi.parse_lines(STORY.splitlines()))
 
 
 @pytest.mark.parametrize("linear", [False, True])
@@ -70,9 +75,7 @@ def test_a_step_is_the_torch_models_step(data, kw, linear):
 
 @pytest.fixture(scope="module")
 def questions(tiny):
-    samples = list(babi.samples(babi.read_file(tiny / "qa1_train.txt")))
-    vocab = Vocab.build(samples, phrases=True)
-    return vocab, encode_samples(samples, vocab, memory_size=8)
+    return encoded(babi.read_file(tiny / "qa1_train.txt"))
 
 
 @pytest.mark.parametrize("linear", [False, True])
