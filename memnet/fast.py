@@ -107,10 +107,8 @@ class Stepper:
         each question's memory ages in that order. Returns the summed loss and the steps taken.
         Seeds are independent (their own parameters and order): with threads > 1 they train in
         parallel (the compiled loop runs without Python's lock)."""
-        cfg = self.cfg
+        cfg, data = self.cfg, self.data
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
-
-        data = self.data
 
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s],
