@@ -74,9 +74,6 @@ class Questions:
         self.support = data.support.int().numpy()  # (N, F) memory index of each supporting fact, -1: none
         self.n_support = data.n_support.int().numpy()  # (N,)
 
-    def __len__(self) -> int:
-        return len(self.answer)
-
 
 class Stepper:
     """Trains a MemN2N in place on one dataset (the trainer's Batch of training questions), and
