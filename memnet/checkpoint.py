@@ -3,17 +3,20 @@
 A checkpoint is a plain dict, written to a temporary file and renamed (a crash never leaves
 half a file), read back with torch.load(weights_only=True) (no pickled code runs):
 
-    format       "memnet-1"
-    state_dict   the model's parameters (one seed: the restart chosen on validation)
+    format       "memnet-2"
+    state_dict   the model's parameters (the restart chosen on validation)
     config       the resolved Config as a dict
     vocab        {"itos": [...], "answers": [...]}
     step         optimizer steps taken
     best_metric  validation accuracy of these weights
 
-The trainer's resume file (RUN/last.pt) uses the same writer and reader with more keys.
+The trainer's resume file (RUN/last.pt, see memnet.run) uses the same writer and reader with
+other keys. Checkpoints of format memnet-1 (a seed dimension on every parameter, one flat
+model section) are converted when read.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pickle
@@ -26,12 +29,12 @@ from torch import nn
 
 from memnet import config as config_module
 from memnet.babi import atomic_write
-from memnet.config import Config
+from memnet.config import MODEL_TYPES, Config, MemN2NConfig
 from memnet.data import Vocab
 from memnet.errors import MemnetError
-from memnet.model import build_model
+from memnet.models import build_model
 
-FORMAT = "memnet-1"
+FORMAT = "memnet-2"
 
 
 def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -40,13 +43,9 @@ def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     atomic_write(path, buffer.getvalue())
 
 
-# switches added after checkpoints were first written, with the behaviour of a checkpoint
-# that predates them (the dataclass default may differ: it is for new runs)
-_BEFORE = {"model": {"null_memory": False, "vocabulary_softmax": False, "phrase_answers": False}}
-
-
-def read(path: str | os.PathLike) -> dict[str, Any]:
-    """The checkpoint dict; MemnetError naming the file when it is missing, corrupt or foreign."""
+def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config", "vocab")) -> dict[str, Any]:
+    """The checkpoint dict; MemnetError naming the file when it is missing, corrupt, foreign or
+    without one of `keys`."""
     path = Path(path)
     if not path.is_file():
         raise MemnetError(f"{path}: no such checkpoint file")
@@ -55,15 +54,40 @@ def read(path: str | os.PathLike) -> dict[str, Any]:
     except (RuntimeError, pickle.UnpicklingError, zipfile.BadZipFile, EOFError, ValueError, OSError) as e:
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise MemnetError(f"{path}: not a readable memnet checkpoint ({first})") from None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, "memnet-1"):
         raise MemnetError(f"{path}: not a memnet checkpoint (expected a dict with format {FORMAT!r})")
-    for key in ("state_dict", "config", "vocab"):
+    for key in keys:
         if key not in payload:
             raise MemnetError(f"{path}: memnet checkpoint without {key!r}")
-    for section, fields in _BEFORE.items():
-        if isinstance(payload["config"].get(section), dict):
-            payload["config"][section] = {**fields, **payload["config"][section]}
+    if not isinstance(payload["config"], dict) or not isinstance(payload["config"].get("model", {}), dict):
+        raise MemnetError(f"{path}: the checkpoint's config is not a mapping of sections")
+    if payload["format"] == "memnet-1" and "state_dict" in keys:
+        payload = _from_format_1(payload)
     return payload
+
+
+# switches added after memnet-1 checkpoints were first written, with the behaviour of a
+# checkpoint that predates them (the dataclass default may differ: it is for new runs)
+_BEFORE = {"null_memory": False, "vocabulary_softmax": False, "phrase_answers": False}
+
+
+def _from_format_1(payload: dict[str, Any]) -> dict[str, Any]:
+    """A memnet-1 checkpoint as memnet-2: its model section cut to its type's fields, the seed
+    dimension dropped, and the memory network's tables split out of their side-by-side layout."""
+    model = {**_BEFORE, **payload["config"]["model"]}
+    kind = model.get("type", "memn2n")
+    fields = {f.name for f in dataclasses.fields(MODEL_TYPES.get(kind, MemN2NConfig))}
+    config = {**payload["config"], "model": {k: v for k, v in model.items() if k in fields}}
+    state = {k: v[0] if isinstance(v, torch.Tensor) and v.dim() > 0 else v.reshape(1) for k, v in payload["state_dict"].items()}
+    if kind == "memn2n" and "emb" in state:  # (V, n_tables * d) -> (n_tables, V, d)
+        n, d = (model.get("hops", 3) + 1) if model.get("tying", "adjacent") == "adjacent" else 4, model.get("dim", 20)
+        state["tables"] = state.pop("emb").view(-1, n, d).transpose(0, 1).contiguous()
+        if "temporal" in state:
+            state["temporal"] = state["temporal"].view(-1, n, d).transpose(0, 1).contiguous()
+    for name in ("halt_b", "log_penalty"):
+        if name in state:
+            state[name] = state[name].reshape(1)
+    return {**payload, "format": FORMAT, "config": config, "state_dict": state}
 
 
 def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float) -> None:
@@ -77,10 +101,17 @@ def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, A
     try:
         cfg = config_module.from_dict(payload["config"])
         vocab = Vocab.from_dict(payload["vocab"])
-        model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
-                            memory_size=cfg.data.memory_size, seeds=1)
+        model = build_model(cfg, vocab)
         model.load_state_dict(payload["state_dict"])
-    except (MemnetError, KeyError, TypeError, RuntimeError) as e:
-        raise MemnetError(f"{path}: checkpoint does not match this version of memnet ({e})") from None
+    except MemnetError as e:
+        raise MemnetError(f"{path}: the checkpoint's config does not load ({e})") from None
+    except (KeyError, TypeError, RuntimeError, AttributeError, ValueError) as e:
+        raise MemnetError(f"{path}: checkpoint does not match this version of memnet ({type(e).__name__}: "
+                          f"{str(e).splitlines()[0] if str(e) else ''})") from None
     model.eval()
     return model, cfg, vocab, payload
+
+
+def nonfinite(model: nn.Module) -> list[str]:
+    """Names of the parameters holding NaN or infinite values."""
+    return [name for name, p in model.named_parameters() if not bool(torch.isfinite(p).all())]

@@ -1,17 +1,23 @@
 """Experiment configuration: nested dataclasses with defaults in code.
 
 config.yaml holds the experiment; the command line tweaks it with dotted overrides
-(``--model.hops=4 --train.lr=0.005``). Unknown keys and wrong types are rejected with a
-message that names the key. The same field names are used in YAML, on the command line,
-in the dataclasses and in checkpoints.
+(``--model.hops=4 --train.lr=0.005``). The same field names are used in YAML, on the command
+line, in the dataclasses and in checkpoints.
+
+The `model` section belongs to one model type: `model.type` chooses its dataclass
+(MemN2NConfig or TransformerConfig), and a key of another type's section is an error naming
+it. Every field is checked here, before any model or kernel sees it: unknown keys, wrong types,
+choices (CHOICES) and ranges (RANGES), each with a message that names the key and what it allows.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Union
 
 import yaml
 
@@ -31,8 +37,10 @@ class DataConfig:
 
 
 @dataclass
-class ModelConfig:
-    type: str = "memn2n"  # memn2n, transformer or universal (a shared transformer layer, repeated)
+class MemN2NConfig:
+    """End-to-End Memory Network (memnet/models/memn2n.py)."""
+
+    type: str = "memn2n"
     dim: int = 20  # embedding size d
     hops: int = 3  # maximum number of hops K
     encoding: str = "pe"  # bow or pe (position encoding)
@@ -40,7 +48,7 @@ class ModelConfig:
     temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
     init_std: float = 0.1  # standard deviation of the normal the weights start from
-    # memory network: whatever init_std and temporal_zero_init say; the best seed on validation chooses
+    # whatever init_std and temporal_zero_init say; the best seed on validation chooses
     alternate_init: bool = False  # odd seeds start as the paper: N(0, 0.1), random T(i)
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
@@ -54,47 +62,67 @@ class ModelConfig:
     # an empty memory every hop may attend to (score 0, reads nothing), so a hop can find nothing;
     # the paper's code has it in effect (its padding slots are zero vectors the softmax includes)
     null_memory: bool = True  # an empty memory every hop may attend to (reads nothing)
-    # transformer reader
-    layers: int = 2
-    heads: int = 2
-    ff_dim: int = 80
+
+
+@dataclass
+class TransformerConfig:
+    """Transformer and Universal Transformer readers (memnet/models/transformer.py)."""
+
+    type: str = "transformer"  # transformer, or universal (one shared layer, repeated)
+    dim: int = 20  # model width d
+    layers: int = 2  # layers (universal: applications of the shared layer)
+    heads: int = 2  # attention heads; must divide dim
+    ff_dim: int = 80  # width of the feed-forward layer
     scale: bool = True  # divide attention scores by sqrt(d_k)
+    encoding: str = "pe"  # bow or pe (position encoding of each sentence's words)
+    temporal: bool = True  # temporal encoding T(i) of each memory's age
+    init_std: float = 0.1  # standard deviation of the embeddings' starting normal
+    stopping: bool = False  # halting unit on the question's state after each layer
+    halt_cost: float = 0.01  # cost per extra layer taken, for the halting unit
+    halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
+    vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
+
+
+ModelConfig = Union[MemN2NConfig, TransformerConfig]
+MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": TransformerConfig, "universal": TransformerConfig}
 
 
 @dataclass
 class TrainConfig:
     epochs: int = 100
     batch_size: int = 32  # questions per SGD step
-    lr: float = 0.01
+    lr: float = 0.01  # learning rate
     lr_decay_every: int = 25  # halve the learning rate every this many epochs
     max_grad_norm: float = 40.0  # each seed's gradient norm is clipped to this
     # linear start (LS): first this many epochs without the attention softmax, at
     # linear_start_lr; then `epochs` more with the softmax and the schedule above from lr
-    # (the paper's code: 20 epochs at 0.005, then 100). 0 disables it.
+    # (the paper's code: 20 epochs at 0.005, then 100). 0 disables it; a model without a
+    # softmax-free phase (the transformers) skips it, and the trainer says so.
     linear_start_epochs: int = 20  # epochs without the attention softmax, before `epochs`
     linear_start_lr: float = 0.005  # learning rate during linear start
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
-    seed: int = 0
-    eval_every: int = 10
+    seed: int = 0  # seed of restart 0; restart s uses seed + s
+    eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
     # train.epochs and train.lr_decay_every: the paper's d = 50 and its shorter schedule
-    joint_dim: int = 50
-    joint_epochs: int = 60
-    joint_lr_decay_every: int = 15
+    joint_dim: int = 50  # model.dim of a joint run
+    joint_epochs: int = 60  # train.epochs of a joint run
+    joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
     # torch's steps are many small operations, where more threads only wait
-    threads: int = 1  # torch threads, and seeds the compiled loop trains at once
-    device: str = "cpu"
-    # auto: the compiled loop where it covers the model, else torch's step; numba or torch
-    # insists on one (numba fails clearly where it does not cover the model)
-    backend: str = "auto"  # training step: auto, numba (memnet.fast) or torch
+    threads: int = 1  # torch threads, and seeds a kernel trains at once
+    device: str = "cpu"  # cpu, cuda, cuda:N or mps
+    # auto: a kernel where its declaration covers the run (memnet/kernels), else the reference
+    # model; numba insists on the kernel (an error where it does not cover the run); torch
+    # trains the reference model
+    backend: str = "auto"  # training path: auto, numba or torch
 
 
 @dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: ModelConfig = field(default_factory=MemN2NConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
 
     def to_dict(self) -> dict[str, Any]:
@@ -106,12 +134,48 @@ class Config:
 
 # fields that take one of a few words
 CHOICES = {
-    "model.type": ("memn2n", "transformer", "universal"),
+    "model.type": tuple(MODEL_TYPES),
     "model.encoding": ("bow", "pe"),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout"),
     "train.backend": ("auto", "numba", "torch"),
+}
+
+
+def _finite(test: Callable[[float], bool]) -> Callable[[float], bool]:
+    return lambda v: math.isfinite(v) and test(v)
+
+
+# fields with a range: (what the message says, the test)
+RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "data.memory_size": (">= 1", lambda v: v >= 1),
+    "data.valid_fraction": ("between 0 and 1 (exclusive)", _finite(lambda v: 0 < v < 1)),
+    "model.dim": (">= 1", lambda v: v >= 1),
+    "model.hops": ("between 1 and 20", lambda v: 1 <= v <= 20),
+    "model.layers": ("between 1 and 20", lambda v: 1 <= v <= 20),
+    "model.heads": (">= 1", lambda v: v >= 1),
+    "model.ff_dim": (">= 1", lambda v: v >= 1),
+    "model.init_std": ("a finite number > 0", _finite(lambda v: v > 0)),
+    "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
+    "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
+    "train.epochs": (">= 1", lambda v: v >= 1),
+    "train.batch_size": (">= 1", lambda v: v >= 1),
+    "train.lr": ("a finite number > 0", _finite(lambda v: v > 0)),
+    "train.lr_decay_every": (">= 1", lambda v: v >= 1),
+    "train.max_grad_norm": ("a finite number > 0", _finite(lambda v: v > 0)),
+    "train.linear_start_epochs": (">= 0", lambda v: v >= 0),
+    "train.linear_start_lr": ("a finite number > 0", _finite(lambda v: v > 0)),
+    "train.random_noise": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
+    "train.attention_supervision": ("a finite number >= 0", _finite(lambda v: v >= 0)),
+    "train.restarts": ("between 1 and 1000", lambda v: 1 <= v <= 1000),
+    "train.seed": (">= 0", lambda v: v >= 0),
+    "train.eval_every": (">= 1", lambda v: v >= 1),
+    "train.joint_dim": (">= 1", lambda v: v >= 1),
+    "train.joint_epochs": (">= 1", lambda v: v >= 1),
+    "train.joint_lr_decay_every": (">= 1", lambda v: v >= 1),
+    "train.threads": ("between 1 and 256", lambda v: 1 <= v <= 256),
+    "train.device": ("cpu, cuda, cuda:N or mps", lambda v: re.fullmatch(r"cpu|cuda(:\d+)?|mps", v) is not None),
 }
 
 
@@ -146,29 +210,57 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     raise ConfigError(f"{key}: expected {typ.__name__}, found {value!r}")
 
 
-def _update(obj: Any, values: dict[str, Any], prefix: str = "") -> None:
+def _update(obj: Any, values: Any, prefix: str, owner: str = "") -> None:
+    """Set obj's fields from a mapping, checking names, types and choices. `owner` names what
+    obj is a section of, for the message about a key it does not have."""
     if not isinstance(values, dict):
         raise ConfigError(f"{prefix.rstrip('.') or 'config'}: expected a mapping, found {values!r}")
     hints = typing.get_type_hints(type(obj))
-    fields = {f.name for f in dataclasses.fields(obj)}
+    fields = [f.name for f in dataclasses.fields(obj)]
     for name, value in values.items():
         key = prefix + str(name)
         if name not in fields:
-            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(sorted(prefix + f for f in fields))})")
+            elsewhere = [t for t, c in MODEL_TYPES.items() if name in {f.name for f in dataclasses.fields(c)}]
+            if owner and elsewhere:
+                raise ConfigError(f"{key}: a setting of model.type {' and '.join(elsewhere)}, not of {owner} "
+                                  f"(its settings: {', '.join(fields)})")
+            raise ConfigError(f"unknown config key {key!r} (known: {', '.join(prefix + f for f in fields)})")
         current = getattr(obj, name)
         if dataclasses.is_dataclass(current):
             _update(current, value, key + ".")
-        else:
-            value = _coerce(value, hints[name], key)
-            if key in CHOICES and value not in CHOICES[key]:
-                raise ConfigError(f"{key}: expected one of {', '.join(CHOICES[key])}; found {value!r}")
-            setattr(obj, name, value)
+            continue
+        value = _coerce(value, hints[name], key)
+        if key in CHOICES and value not in CHOICES[key]:
+            raise ConfigError(f"{key}: expected one of {', '.join(CHOICES[key])}; found {value!r}")
+        setattr(obj, name, value)
+
+
+def check(cfg: Config) -> Config:
+    """Every ranged field within its range, and the fields that constrain each other."""
+    for key, (allowed, test) in RANGES.items():
+        section, name = key.split(".")
+        part = getattr(cfg, section)
+        if hasattr(part, name) and not test(getattr(part, name)):
+            raise ConfigError(f"{key}: expected {allowed}, found {getattr(part, name)!r}")
+    model = cfg.model
+    if isinstance(model, TransformerConfig) and model.dim % model.heads:
+        raise ConfigError(f"model.heads: expected a divisor of model.dim ({model.dim}), found {model.heads}")
+    return cfg
 
 
 def from_dict(values: dict[str, Any] | None) -> Config:
-    cfg = Config()
-    _update(cfg, values or {})
-    return cfg
+    """A checked Config from a nested mapping (a YAML file's, or a checkpoint's)."""
+    values = dict(values or {})
+    model = values.pop("model", {})
+    if not isinstance(model, dict):
+        raise ConfigError(f"model: expected a mapping, found {model!r}")
+    kind = _coerce(model.get("type", "memn2n"), str, "model.type")
+    if kind not in MODEL_TYPES:
+        raise ConfigError(f"model.type: expected one of {', '.join(MODEL_TYPES)}; found {kind!r}")
+    cfg = Config(model=MODEL_TYPES[kind](type=kind))
+    _update(cfg, values, "")
+    _update(cfg.model, model, "model.", owner=kind)
+    return check(cfg)
 
 
 def load(path: str | Path | None = None, overrides: list[str] | dict[str, Any] | None = None) -> Config:
@@ -179,24 +271,43 @@ def load(path: str | Path | None = None, overrides: list[str] | dict[str, Any] |
             values = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         except OSError as e:
             raise ConfigError(f"{path}: cannot read config ({e.strerror})") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: expected a UTF-8 text file, found byte {e.object[e.start]:#04x} "
+                              f"at offset {e.start}") from None
         except yaml.YAMLError as e:
             raise ConfigError(f"{path}: not valid YAML ({e})") from None
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level, found {type(values).__name__}")
-    cfg = from_dict(values)
-    apply_overrides(cfg, overrides or [])
-    return cfg
+    try:
+        return from_dict(merge(values, overrides or []))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}" if path is not None and _from_file(e, overrides) else str(e)) from None
 
 
-def apply_overrides(cfg: Config, overrides: list[str] | dict[str, Any]) -> Config:
+def _from_file(error: ConfigError, overrides: list[str] | dict[str, Any] | None) -> bool:
+    """Whether the key a message names came from the file rather than an override."""
+    given = overrides.keys() if isinstance(overrides, dict) else [_split_override(o)[0] for o in overrides or []]
+    return not any(str(error).startswith(k + ":") or f"'{k}'" in str(error) for k in given)
+
+
+def merge(values: dict[str, Any], overrides: list[str] | dict[str, Any]) -> dict[str, Any]:
+    """A nested mapping with dotted overrides applied on top (a copy)."""
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in values.items()}
     items = overrides.items() if isinstance(overrides, dict) else (_split_override(o) for o in overrides)
     for key, value in items:
         *parents, leaf = key.split(".")
-        nested: dict[str, Any] = {leaf: value}
-        for parent in reversed(parents):
-            nested = {parent: nested}
-        _update(cfg, nested)
-    return cfg
+        node = out
+        for parent in parents:
+            child = node.get(parent)
+            node[parent] = dict(child) if isinstance(child, dict) else {}
+            node = node[parent]
+        node[leaf] = value
+    return out
+
+
+def apply_overrides(cfg: Config, overrides: list[str] | dict[str, Any]) -> Config:
+    """A new Config: cfg with dotted overrides applied."""
+    return from_dict(merge(cfg.to_dict(), overrides))
 
 
 def _split_override(text: str) -> tuple[str, str]:
@@ -204,3 +315,12 @@ def _split_override(text: str) -> tuple[str, str]:
     if not sep or not key:
         raise ConfigError(f"override: expected --section.key=value, found {text!r}")
     return key, value
+
+
+def resolve(cfg: Config, n_tasks: int) -> Config:
+    """The config a run actually uses: joint training on several tasks takes the joint settings."""
+    cfg = from_dict(cfg.to_dict())  # a copy
+    if n_tasks > 1:
+        cfg.model.dim, cfg.train.epochs = cfg.train.joint_dim, cfg.train.joint_epochs
+        cfg.train.lr_decay_every = cfg.train.joint_lr_decay_every
+    return check(cfg)

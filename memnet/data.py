@@ -21,22 +21,23 @@ S supporting facts at most; word id 0 is padding, 1 is <unk>):
     task     (N,)      long   task number (0 for the chain family)
     time     (N, M)    long   temporal index of each slot: its age; at training time random
                               noise (RN) inserts empty memories, which ages older slots
-    bags     (N, M+1, C*V) float, or None: the question's and the memories' weighted bags of
-                              words (not their ages), computed once per dataset by
-                              MemN2N.prepare (None: the model computes them at every step)
 
-The trainer indexes a Batch with a (seeds, B) index, giving every field a leading seed
-dimension; models accept both forms (see memnet.model).
+read_splits and encode_tasks turn a folder of bAbI files into the train, valid and test
+Batches a run reads.
 """
 from __future__ import annotations
 
 import dataclasses
+import random
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable, Sequence
 
 import torch
 
+from memnet import babi
 from memnet.babi import CHAIN, Sample, tokenize
+from memnet.errors import MemnetError
 
 PAD, UNK = "<pad>", "<unk>"
 
@@ -109,45 +110,38 @@ class Batch:
     n_support: torch.Tensor
     task: torch.Tensor
     time: torch.Tensor
-    bags: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return self.query.shape[-2]
 
     def index(self, idx: torch.Tensor | slice) -> Batch:
-        """Rows `idx` of every field; a (seeds, B) index gives fields a leading seed dimension."""
+        """Rows `idx` (a slice, or a 1-d tensor of row numbers) of every field."""
         if isinstance(idx, torch.Tensor):  # index_select copies rows far faster than advanced indexing
-            return Batch(*(None if t is None else t.index_select(0, idx.flatten()).view(*idx.shape, *t.shape[1:])
-                           for t in self._fields()))
-        return Batch(*(None if t is None else t[idx] for t in self._fields()))
+            return Batch(*(t.index_select(0, idx) for t in self._fields()))
+        return Batch(*(t[idx] for t in self._fields()))
 
-    def split(self, size: int, dim: int = 0) -> list[Batch]:
-        """Consecutive batches of `size` questions along `dim` (1 for fields (seeds, N, ...)):
-        views, made at once for all, not one indexing per field and batch."""
-        n = -(-self.query.shape[dim] // size)
-        parts = [[None] * n if t is None else t.split(size, dim) for t in self._fields()]
-        return [Batch(*fields) for fields in zip(*parts)]
+    def split(self, size: int) -> list[Batch]:
+        """Consecutive batches of `size` questions: views, made at once for all."""
+        return [Batch(*fields) for fields in zip(*(t.split(size) for t in self._fields()))]
 
     def trim(self) -> Batch:
         """Drop memory slots and word columns that are padding in every row (cheaper steps)."""
         m = max(int(self.length.max()), 1)
         j = max(int((self.story[..., :m, :] != 0).sum(-1).max()), 1)
         q = max(int((self.query != 0).sum(-1).max()), 1)
-        return dataclasses.replace(self, story=self.story[..., :m, :j], query=self.query[..., :q],
-                                   time=self.time[..., :m], bags=None if self.bags is None else self.bags[..., :m + 1, :])
+        return dataclasses.replace(self, story=self.story[..., :m, :j], query=self.query[..., :q], time=self.time[..., :m])
 
     def trim_memory(self) -> Batch:
         """Drop the memory slots no row of this batch fills: a step costs in proportion to them."""
         m = max(int(self.length.max()), 1)
         if m == self.story.shape[-2]:
             return self
-        return dataclasses.replace(self, story=self.story[..., :m, :], time=self.time[..., :m],
-                                   bags=None if self.bags is None else self.bags[..., :m + 1, :])
+        return dataclasses.replace(self, story=self.story[..., :m, :], time=self.time[..., :m])
 
     def to(self, device: str | torch.device) -> Batch:
-        return Batch(*(None if t is None else t.to(device) for t in self._fields()))
+        return Batch(*(t.to(device) for t in self._fields()))
 
-    def _fields(self) -> list[torch.Tensor | None]:
+    def _fields(self) -> list[torch.Tensor]:
         return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
 
@@ -217,3 +211,33 @@ def concat(batches: Sequence[Batch]) -> Batch:
 
 def task_number(task: int | str) -> int:
     return 0 if task == CHAIN else int(task)
+
+
+def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: float = 0.1) -> dict[str, dict]:
+    """{split: {task: [Sample]}} for train, valid and test. Without a valid file, the last
+    `valid_fraction` of train's stories (in a fixed shuffled order) become validation."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise MemnetError(f"{folder}: no such data folder")
+    splits: dict[str, dict] = {"train": {}, "valid": {}, "test": {}}
+    for task in tasks:
+        train = babi.load_split(folder, task, "train")
+        if babi.find_task_file(folder, task, "valid"):
+            valid = babi.load_split(folder, task, "valid")
+        else:
+            order = list(range(len(train)))
+            random.Random(0).shuffle(order)
+            cut = len(train) - max(1, round(len(train) * valid_fraction))
+            valid = [train[i] for i in sorted(order[cut:])]
+            train = [train[i] for i in sorted(order[:cut])]
+        splits["train"][task] = list(babi.samples(train))
+        splits["valid"][task] = list(babi.samples(valid))
+        test = babi.find_task_file(folder, task, "test")
+        splits["test"][task] = list(babi.samples(babi.read_file(test))) if test else []
+    return splits
+
+
+def encode_tasks(samples_by_task: dict, vocab: Vocab, memory_size: int) -> Batch | None:
+    """One Batch of every task's samples (None when there are none)."""
+    parts = [encode_samples(s, vocab, memory_size, task=t) for t, s in samples_by_task.items() if s]
+    return concat(parts) if parts else None

@@ -34,8 +34,9 @@ from memnet.babi import Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
 from memnet.errors import MemnetError
-from memnet.model import HALT_REASONS
-from memnet.train import predict, read_splits
+from memnet.models import HALT_REASONS
+from memnet.data import read_splits
+from memnet.evaluation import predict
 
 FORMATS = ("text", "markdown", "json", "csv", "png")
 

@@ -17,7 +17,7 @@ from memnet.babi import Sample, atomic_write
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples
 from memnet.inspect import Table, inspect_samples
-from memnet.train import evaluate
+from memnet.evaluation import evaluate
 
 _CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }

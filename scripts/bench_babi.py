@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from memnet import babi, config, generator
-from memnet.train import resolve, train
+from memnet.config import resolve
+from memnet.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -41,6 +42,9 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
          "model.alternate_init": False}
+# the transformer readers' settings that memnet/config.py's defaults could change
+TRANSFORMER = {"model.stopping": False, "model.init_std": 0.1, "model.vocabulary_softmax": False,
+               "train.attention_supervision": 0.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     # the paper's recipe with padding masked and no null memory: a hop must read something
@@ -128,7 +132,8 @@ def generated_folder(root: Path, task: int, official: Path) -> Path:
 
 def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train `variant` (one model per task, or one joint model) and return one record per task."""
-    base = {**PAPER, **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
+    recipe = PAPER if VARIANTS[variant].get("model.type", "memn2n") == "memn2n" else TRANSFORMER
+    base = {**recipe, **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
     if args.epochs:
         base["train.joint_epochs" if is_joint(variant) else "train.epochs"] = args.epochs
     if is_joint(variant):
@@ -141,7 +146,7 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
 
     records = []
     for job_tasks, data in jobs:
-        cfg = resolve(config.load(None, {**base, **data}))
+        cfg = resolve(config.load(None, {**base, **data}), len(job_tasks))
         result = train(cfg, progress=False, log=False)
         for t in job_tasks:
             test, valid = result["test"]["tasks"][str(t)], result["valid"]["tasks"][str(t)]

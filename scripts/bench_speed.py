@@ -14,7 +14,7 @@ for one seed and for 10 seeds trained side by side; then what the 10 seeds cost 
 The machine may be shared, and a virtual machine's speed drifts: CPU seconds of this process
 and the load average are printed beside wall seconds, --repeat runs each setting several
 times (the minimum and median close it), and a total closes a run of several tasks. The
-first run in a fresh checkout also compiles the training loop (memnet.fast; ~20 s, cached):
+first run in a fresh checkout also compiles the training loop (memnet.kernels; ~30 s, cached):
 one untimed warm-up run comes first.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The compiled training loop (memnet/fast.py) of a git revision against the working tree's:
+"""The Numba kernel (memnet/kernels/numba_memn2n.py) of a git revision against the working tree's:
 the same data, the same starting weights and the same data order, epochs taken in turn.
 Prints each loop's microseconds per training question (the median epoch) and the largest
 difference between the weights they reach. This virtual machine's speed drifts by up to
@@ -21,20 +21,25 @@ from pathlib import Path
 
 import torch
 
-from memnet import babi, config, fast
-from memnet.data import Vocab
-from memnet.model import build_model
-from memnet.train import _random_noise_time, encode_tasks, read_splits, resolve, tasks_of
+from memnet import babi, config
+from memnet.config import resolve
+from memnet.data import Vocab, encode_tasks, read_splits
+from memnet.kernels import numba_memn2n
+from memnet.models import build_model, init_weights
+from memnet.train import random_noise_time
+
+KERNEL = "memnet/kernels/numba_memn2n.py"
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def loop_at(revision: str, folder: Path):
-    """memnet/fast.py as it was at `revision`, written into `folder` and imported from there."""
-    source = subprocess.run(["git", "show", f"{revision}:memnet/fast.py"], cwd=ROOT, capture_output=True, text=True)
+    """The kernel as it was at `revision`, written into `folder` and imported from there."""
+    source = subprocess.run(["git", "show", f"{revision}:{KERNEL}"], cwd=ROOT, capture_output=True, text=True)
     if source.returncode != 0:
-        raise SystemExit(f"compare_loops: no memnet/fast.py at {revision!r}: {source.stderr.strip()}")
-    name = "fast_" + "".join(c if c.isalnum() else "_" for c in revision)
+        raise SystemExit(f"compare_loops: no {KERNEL} at {revision!r} (revisions before the kernel "
+                         f"interface had memnet/fast.py; time those with scripts/bench_speed.py): {source.stderr.strip()}")
+    name = "kernel_" + "".join(c if c.isalnum() else "_" for c in revision)
     path = folder / f"{name}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.is_file() or path.read_text() != source.stdout:  # rewritten only when it changed: Numba's cache holds
@@ -48,7 +53,7 @@ def loop_at(revision: str, folder: Path):
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("revision", help="a git revision whose memnet/fast.py to time against the working tree's")
+    parser.add_argument("revision", help=f"a git revision whose {KERNEL} to time against the working tree's")
     parser.add_argument("--data", default=str(babi.official_dir(ROOT) / "en-valid"),
                         help="bAbI folder (default: en-valid of MEMNET_BABI_DIR)")
     parser.add_argument("--task", default="1", help="task (default: 1)")
@@ -62,37 +67,32 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--set: expected KEY=VALUE, found {next(i for i in args.set if '=' not in i)!r}")
     overrides = dict(item.split("=", 1) for item in args.set)
     cfg = resolve(config.load(None, {"data.dir": args.data, "data.task": args.task, "train.restarts": 1,
-                                     "train.linear_start_epochs": 0, **overrides}))
+                                     "train.linear_start_epochs": 0, **overrides}), 1)
     torch.set_flush_denormal(True)  # as train() does
-    splits = read_splits(cfg.data.dir, tasks_of(cfg), cfg.data.valid_fraction)
+    splits = read_splits(cfg.data.dir, babi.parse_tasks(cfg.data.task), cfg.data.valid_fraction)
     vocab = Vocab.build((s for ss in splits["train"].values() for s in ss), every_word=cfg.model.vocabulary_softmax,
                         phrases=cfg.model.phrase_answers)
-
-    def model() -> torch.nn.Module:
-        m = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
-                        memory_size=cfg.data.memory_size, seeds=1)
-        m.reset_parameters([torch.Generator().manual_seed(cfg.train.seed)])
-        return m
-
-    old_model, new_model = model(), model()
-    data = old_model.prepare(encode_tasks(splits["train"], vocab, cfg.data.memory_size).trim())
+    data = encode_tasks(splits["train"], vocab, cfg.data.memory_size).trim()
     tc = cfg.train
-    loops = {args.revision: loop_at(args.revision, Path(args.folder)).Stepper(old_model, data, tc.max_grad_norm),
-             "working tree": fast.Stepper(new_model, data, tc.max_grad_norm)}
+
+    def kernel(module):
+        return module.Training([init_weights(build_model(cfg, vocab), cfg, 0)], data, max_grad_norm=tc.max_grad_norm)
+
+    loops = {args.revision: kernel(loop_at(args.revision, Path(args.folder))), "working tree": kernel(numba_memn2n)}
     N, M = len(data), data.story.shape[1]
     generator = torch.Generator().manual_seed(tc.seed)
     seconds: dict[str, list[float]] = {name: [] for name in loops}
     for epoch in range(args.epochs + 1):  # epoch 0 compiles or loads both loops: not timed
         order = torch.randperm(N, generator=generator)[None]
-        ages = _random_noise_time(N, M, tc.random_noise, generator)[None].gather(1, order[..., None].expand(1, N, M))
+        ages = random_noise_time(N, M, tc.random_noise, generator)[None].gather(1, order[..., None].expand(1, N, M))
         lr = tc.lr * 0.5 ** (epoch // tc.lr_decay_every)
         for name, loop in loops.items():
             began = time.perf_counter()
             loop.epoch(order.numpy(), ages.numpy(), lr, tc.batch_size, False)
             if epoch > 0:
                 seconds[name].append(time.perf_counter() - began)
-    difference = max(float((a - b).abs().max()) for a, b in zip(old_model.state_dict().values(),
-                                                                  new_model.state_dict().values()))
+    old, new = (loop.state_dict(0) for loop in loops.values())
+    difference = max(float((old[k] - new[k]).abs().max()) for k in old)
     per_question = {name: statistics.median(s) / N * 1e6 for name, s in seconds.items()}
     (old, new) = per_question.values()
     label = f"qa{args.task}" + (f" ({', '.join(args.set)})" if args.set else "")

@@ -19,9 +19,10 @@ from pathlib import Path
 import torch
 
 from memnet import babi, config
-from memnet.data import Vocab
-from memnet.train import encode_tasks, read_splits, train
-from memnet.transformer import Transformer, saturation
+from memnet.data import Vocab, encode_tasks, read_splits
+from memnet.models import build_model
+from memnet.models.transformer import saturation
+from memnet.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,8 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     print("|---|---|---|---|")
     for width in map(int, args.widths.split(",")):
         for scale in (True, False):
-            cfg = config.ModelConfig(type="transformer", dim=width, heads=1, layers=1, ff_dim=4 * width, scale=scale)
-            model = Transformer(cfg, len(vocab), len(vocab.answers))
+            cfg = config.load(None, {"model.type": "transformer", "model.dim": width, "model.heads": 1,
+                                     "model.layers": 1, "model.ff_dim": 4 * width, "model.scale": scale})
+            model = build_model(cfg, vocab)
             with torch.no_grad():
                 reading = model.read(batch)
             label = f"{width}, {'1/sqrt(d_k)' if scale else 'none'}"
@@ -63,8 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         print("|---|---|---|---|---|")
         for scale in (True, False):
             cfg = config.load(None, {"data.dir": args.data, "data.task": args.task, "model.type": "transformer",
-                                     "model.scale": scale, "model.masking": "off", "model.stopping": False,
-                                     "model.init_std": 0.1, "model.temporal_zero_init": False,
+                                     "model.scale": scale, "model.stopping": False, "model.init_std": 0.1,
                                      "train.restarts": 1, "train.epochs": args.epochs})
             result = train(cfg, progress=False, log=False)
             with torch.no_grad():

@@ -21,6 +21,7 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
     """A tiny qa16 model (a few seconds of training, far from solving the task) with the halting
     unit and hard masking on, so every part of an attention table shows up: {data, checkpoint}."""
     from memnet import config, generator
+    from memnet.run import RunFolder
     from memnet.train import train
 
     root = tmp_path_factory.mktemp("inspect_run")
@@ -28,7 +29,7 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
     cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "16", "model.stopping": True,
                              "model.masking": "hard", "train.epochs": 4, "train.eval_every": 2, "train.linear_start_epochs": 0,
                              "train.threads": 1})
-    train(cfg, root / "run", progress=False)
+    train(cfg, RunFolder(root / "run"), progress=False)
     return {"data": root / "data", "checkpoint": root / "run" / "model.pt"}
 
 

@@ -121,9 +121,9 @@ def test_compare_loops_times_the_committed_loop_against_the_working_tree(babi_di
     assert old > 0 and new > 0
     # the same start, data and order: the two loops reach the same weights (up to rounding)
     assert float(line.rsplit(" ", 1)[1]) < 1e-5
-    assert (tmp_path / "fast_HEAD.py").is_file()  # the revision's loop, where --folder says
+    assert (tmp_path / "kernel_HEAD.py").is_file()  # the revision's loop, where --folder says
 
 
 def test_compare_loops_names_a_revision_it_cannot_read(tmp_path):
-    with pytest.raises(SystemExit, match="no memnet/fast.py at 'no-such-revision'"):
+    with pytest.raises(SystemExit, match="no memnet/kernels/numba_memn2n.py at 'no-such-revision'"):
         compare_loops.main(["no-such-revision", "--folder", str(tmp_path)])

@@ -37,3 +37,52 @@ def test_bad_yaml_names_the_file(tmp_path):
     path.write_text("model:\n  hops: 2.5\n")
     with pytest.raises(ConfigError, match="model.hops: expected int"):
         config.load(path)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("model.hops=0", "model.hops: expected between 1 and 20, found 0"),
+    ("model.dim=-3", "model.dim: expected >= 1, found -3"),
+    ("train.batch_size=0", "train.batch_size: expected >= 1, found 0"),
+    ("train.restarts=0", "train.restarts: expected between 1 and 1000, found 0"),
+    ("data.memory_size=0", "data.memory_size: expected >= 1, found 0"),
+    ("train.lr=nan", "train.lr: expected a finite number > 0, found nan"),
+    ("train.lr=inf", "train.lr: expected a finite number > 0, found inf"),
+    ("train.lr=-0.1", "train.lr: expected a finite number > 0, found -0.1"),
+    ("model.init_std=0", "model.init_std: expected a finite number > 0, found 0.0"),
+    ("train.eval_every=0", "train.eval_every: expected >= 1, found 0"),
+    ("train.lr_decay_every=-1", "train.lr_decay_every: expected >= 1, found -1"),
+    ("train.threads=0", "train.threads: expected between 1 and 256, found 0"),
+    ("train.device=gpu", "train.device: expected cpu, cuda, cuda:N or mps, found 'gpu'"),
+    ("train.random_noise=1.5", "train.random_noise: expected between 0 (inclusive) and 1, found 1.5"),
+    ("train.epochs=0", "train.epochs: expected >= 1, found 0"),
+    ("model.type=lstm", "model.type: expected one of memn2n, transformer, universal; found 'lstm'"),
+])
+def test_every_ranged_field_is_checked_with_the_allowed_values(override, message):
+    with pytest.raises(ConfigError) as error:
+        config.load(None, [override])
+    assert str(error.value) == message
+
+
+def test_a_model_section_holds_its_types_settings_only(tmp_path):
+    with pytest.raises(ConfigError, match="model.layers: a setting of model.type transformer and universal, not of memn2n"):
+        config.load(None, {"model.layers": 3})
+    path = tmp_path / "c.yaml"
+    path.write_text("model:\n  type: transformer\n  hops: 3\n")
+    with pytest.raises(ConfigError, match=r"c.yaml: model.hops: a setting of model.type memn2n, not of transformer"):
+        config.load(path)
+    cfg = config.load(None, {"model.type": "transformer", "model.heads": 4})
+    assert isinstance(cfg.model, config.TransformerConfig) and config.from_dict(cfg.to_dict()) == cfg
+
+
+def test_a_config_file_that_is_not_utf8_names_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(b"model:\n  hops: \xff\n")
+    with pytest.raises(ConfigError, match="c.yaml: expected a UTF-8 text file, found byte 0xff"):
+        config.load(path)
+
+
+def test_joint_runs_take_the_joint_settings():
+    cfg = config.load(None, {"data.task": "1-20", "train.joint_dim": 40, "train.joint_epochs": 7})
+    joint, single = config.resolve(cfg, 20), config.resolve(cfg, 1)
+    assert (joint.model.dim, joint.train.epochs, joint.train.lr_decay_every) == (40, 7, 15)
+    assert (single.model.dim, single.train.epochs) == (20, 100) and cfg.model.dim == 20  # cfg itself unchanged

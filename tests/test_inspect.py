@@ -254,11 +254,12 @@ def test_every_flag_has_help():
 
 def test_transformer_reader_columns_are_layers(capsys, inspect_run, tmp_path):
     from memnet import config
+    from memnet.run import RunFolder
     from memnet.train import train
 
     cfg = config.load(None, {"data.dir": str(inspect_run["data"]), "data.task": "16", "model.type": "transformer",
                              "train.epochs": 1, "train.eval_every": 1, "train.linear_start_epochs": 0, "train.threads": 1})
-    train(cfg, tmp_path / "tx", progress=False)
+    train(cfg, RunFolder(tmp_path / "tx"), progress=False)
     capsys.readouterr()  # the trainer's log lines
     run_ = {"checkpoint": tmp_path / "tx" / "model.pt", "data": inspect_run["data"]}
     table = inspect_json(capsys, run_, "--index", 0)

@@ -1,12 +1,13 @@
-"""Model contracts: encoding, shapes, attention, masking, stopping, seeds, checkpoints."""
+"""The reference model's contracts: encoding, shapes, attention, masking, stopping, the
+starting weights of restarts, checkpoints."""
 import pytest
 import torch
 
 from memnet import babi, checkpoint
-from memnet.config import ConfigError, ModelConfig, load
+from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
-from memnet.model import build_model
+from memnet.models import build_model, init_weights
 
 STORY = """\
 1 Lily is a frog.
@@ -43,8 +44,14 @@ def data():
     return samples, vocab, encode_samples(samples, vocab, memory_size=50)
 
 
-def make(vocab, seeds=1, **kw):
-    return build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(), seeds=seeds)
+def config(supervision=0.0, **kw):
+    return load(None, {**{f"model.{k}": v for k, v in kw.items()}, "train.attention_supervision": supervision})
+
+
+def make(vocab, seed=0, supervision=0.0, **kw):
+    """A reference model with the given model.* settings, its weights as restart `seed` starts."""
+    cfg = config(supervision, **kw)
+    return init_weights(build_model(cfg, vocab), cfg, seed)
 
 
 def test_encoding_puts_the_most_recent_fact_in_slot_zero(data):
@@ -101,7 +108,7 @@ def test_unknown_words_are_reported_and_read_as_unk(data):
 def test_shapes_and_attention(data, kw):
     _, vocab, batch = data
     model = make(vocab, **kw)
-    K, M = model.cfg.hops, batch.story.shape[1]
+    K, M = model.hops, batch.story.shape[1]
     r = model(batch)
     assert r.logits.shape == (3, len(vocab.answers))
     assert r.attention.shape == (3, K, M)
@@ -178,24 +185,20 @@ def test_answer_from_readout_answers_from_what_each_hop_read(data):
         assert torch.allclose(s.hop_logits[:, k], question + r.hop_logits[:, : k + 1].sum(1), atol=1e-5)
 
 
-def test_seeds_are_independent_models(data):
+def test_restarts_start_from_their_own_weights(data):
     _, vocab, batch = data
-    many = make(vocab, seeds=3, stopping=True, masking="soft")
-    one = make(vocab, seeds=1, stopping=True, masking="soft")
-    one.load_state_dict({k: v[1:2] for k, v in many.state_dict().items()})
-    r_many, r_one = many(batch), one(batch)
-    assert r_many.logits.shape == (3, 3, len(vocab.answers))
-    assert torch.allclose(r_many.logits[1], r_one.logits, atol=1e-5)
-    r_many.hop_logits[0].sum().backward()  # seed 0's output depends on seed 0's parameters only
-    assert many.emb.grad[1:].abs().sum() == 0 and many.emb.grad[0].abs().sum() > 0
+    a, b, again = make(vocab, seed=0), make(vocab, seed=1), make(vocab, seed=0)
+    assert not torch.equal(a.tables, b.tables) and torch.equal(a.tables, again.tables)
+    assert not torch.equal(a(batch).logits, b(batch).logits)
 
 
 def test_alternate_init_starts_odd_seeds_as_the_paper(data):
     _, vocab, _ = data
-    model = make(vocab, seeds=4, temporal_zero_init=True, init_std=0.3, alternate_init=True)
-    assert model.temporal[0::2].abs().sum() == 0 and (model.temporal[1::2].abs().sum((1, 2)) > 0).all()
-    spread = model.emb.std((1, 2))  # (4,) per seed
-    assert spread[0::2].min() > 0.25 and spread[1::2].max() < 0.12
+    models = [make(vocab, seed=s, temporal_zero_init=True, init_std=0.3, alternate_init=True) for s in range(4)]
+    assert models[0].temporal.abs().sum() == 0 and models[2].temporal.abs().sum() == 0
+    assert models[1].temporal.abs().sum() > 0 and models[3].temporal.abs().sum() > 0
+    spread = [float(m.tables.detach().std()) for m in models]
+    assert min(spread[0::2]) > 0.25 and max(spread[1::2]) < 0.12
 
 
 def test_linear_start_removes_the_softmax(data):
@@ -211,8 +214,7 @@ def test_linear_start_removes_the_softmax(data):
 def test_attention_supervision_adds_a_loss(data):
     _, vocab, batch = data
     plain = make(vocab, stopping=True)
-    supervised = build_model(ModelConfig(stopping=True), len(vocab), len(vocab.answers),
-                             answer_words=vocab.answer_words(), attention_supervision=1.0)
+    supervised = make(vocab, stopping=True, supervision=1.0)
     supervised.load_state_dict(plain.state_dict())
     assert supervised(batch).loss > plain(batch).loss
 
@@ -220,24 +222,32 @@ def test_attention_supervision_adds_a_loss(data):
 def test_checkpoint_round_trip(data, tmp_path):
     _, vocab, batch = data
     cfg = load(None, {"model.masking": "hard"})
-    model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+    model = build_model(cfg, vocab)
     checkpoint.save(tmp_path / "model.pt", model, cfg, vocab, step=7, best_metric=0.5)
     loaded, cfg2, vocab2, payload = checkpoint.load(tmp_path / "model.pt")
     assert cfg2 == cfg and vocab2.itos == vocab.itos and payload["step"] == 7
     assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
 
 
-def test_a_checkpoint_from_before_the_null_memory_loads_without_it(data, tmp_path):
+def test_a_format_1_checkpoint_loads_as_it_answered(data, tmp_path):
+    # memnet-1 (before the reference model): a seed dimension on every parameter, the tables side
+    # by side in one (V, n_tables * d) matrix, one flat model section without the later switches
     _, vocab, batch = data
-    cfg = load(None, {"model.null_memory": False})
-    model = build_model(cfg.model, len(vocab), len(vocab.answers), answer_words=vocab.answer_words())
+    cfg = load(None, {"model.null_memory": False, "model.stopping": True})
+    model = make(vocab, null_memory=False, stopping=True).eval()
+    state = model.state_dict()
+    V, n, d = len(vocab), model.n_tables, model.dim
+    old_state = {"emb": state["tables"].transpose(0, 1).reshape(1, V, n * d),
+                 "temporal": state["temporal"].transpose(0, 1).reshape(1, -1, n * d),
+                 "halt_w": state["halt_w"][None], "halt_b": state["halt_b"]}
     old = cfg.to_dict()
+    old["model"].update(layers=2, heads=2, ff_dim=80, scale=True)  # the flat section had the transformer's too
     for key in ("null_memory", "vocabulary_softmax", "phrase_answers"):  # as written before the switches existed
         del old["model"][key]
-    checkpoint.write(tmp_path / "old.pt", {"state_dict": model.state_dict(), "config": old, "vocab": vocab.to_dict()})
+    torch.save({"format": "memnet-1", "state_dict": old_state, "config": old, "vocab": vocab.to_dict()}, tmp_path / "old.pt")
     loaded, cfg2, _, _ = checkpoint.load(tmp_path / "old.pt")
     assert cfg2.model.null_memory is False and load(None, {}).model.null_memory is True  # new runs have it
-    assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
+    assert torch.equal(loaded(batch).logits, model(batch).logits)
 
 
 def test_corrupt_and_foreign_checkpoints_fail_clearly(tmp_path):
@@ -260,21 +270,14 @@ def test_config_override_errors():
         load(None, ["model.hops=three"])
 
 
-@pytest.mark.parametrize("kw", VARIANTS + [{"encoding": "bow", "linear": True}, {"masking": "hard", "linear": True}])
-def test_hand_written_backward_matches_finite_differences(data, kw):
-    # the model's gradient is written by hand (memnet.model._Reader): check every parameter,
-    # two seeds, through every output the loss reads (attention supervision reads the scores)
+def test_gradients_match_finite_differences(data):
+    # autograd through the whole reference model, every switch on that has a parameter of its own
     _, vocab, batch = data
-    kw = {"dim": 4, **kw}
-    linear = kw.pop("linear", False)
-    model = build_model(ModelConfig(**kw), len(vocab), len(vocab.answers), answer_words=vocab.answer_words(),
-                        memory_size=8, seeds=2, attention_supervision=0.5).double()
-    model.linear = linear
-    batch = model.prepare(batch)
+    model = make(vocab, dim=4, stopping=True, masking="soft", tying="layerwise", supervision=0.5).double()
     names = [name for name, _ in model.named_parameters()]
 
     def loss(*params):
         return torch.func.functional_call(model, dict(zip(names, params)), (batch,)).loss
 
     params = tuple(p.detach().requires_grad_() for p in model.parameters())
-    assert torch.autograd.gradcheck(loss, params, fast_mode=True)  # random directions: seconds, not minutes
+    assert torch.autograd.gradcheck(loss, params, fast_mode=True)

@@ -5,12 +5,14 @@ import pytest
 import torch
 
 import memnet.train as train_module
-from memnet import config
+from memnet import checkpoint, config
 from memnet.cli import main
 from memnet.data import Batch
 from memnet.errors import MemnetError
-from memnet.model import Result
-from memnet.train import metrics, train
+from memnet.evaluation import metrics
+from memnet.models import Result
+from memnet.run import RunFolder
+from memnet.train import train
 
 
 def quick(folder, **overrides):
@@ -63,22 +65,26 @@ def test_restarts_keep_each_seed_as_if_alone(tiny):
     assert two["best_seed"] == max(range(2), key=lambda s: two["valid_accuracy_per_seed"][s])
 
 
-def test_resume_continues_a_stopped_run(tiny, tmp_path, monkeypatch):
-    whole = train(quick(tiny), tmp_path / "whole", progress=False)
-    real = train_module._random_noise_time
-    calls = []
+def interrupt_in_epoch(monkeypatch, n: int) -> None:
+    """Ctrl-C as epoch n (1-based) starts."""
+    real, calls = train_module.random_noise_time, []
 
-    def interrupt_in_epoch_3(*args, **kwargs):
+    def interrupting(*args, **kwargs):
         calls.append(1)
-        if len(calls) == 3:
+        if len(calls) == n:
             raise KeyboardInterrupt
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(train_module, "_random_noise_time", interrupt_in_epoch_3)
-    stopped = train(quick(tiny), tmp_path / "run", progress=False)
-    assert stopped["interrupted"] and (tmp_path / "run" / "model.pt").is_file()
-    monkeypatch.setattr(train_module, "_random_noise_time", real)
-    resumed = train(config.Config(), tmp_path / "run", resume=True, progress=False)
+    monkeypatch.setattr(train_module, "random_noise_time", interrupting)
+
+
+def test_resume_continues_a_stopped_run(tiny, tmp_path, monkeypatch):
+    whole = train(quick(tiny), RunFolder(tmp_path / "whole"), progress=False)
+    with monkeypatch.context() as patch:
+        interrupt_in_epoch(patch, 3)
+        stopped = train(quick(tiny), RunFolder(tmp_path / "run"), progress=False)
+    assert stopped["interrupted"] and stopped["saved"] == tmp_path / "run" / "model.pt"
+    resumed = train(config.Config(), RunFolder(tmp_path / "run", resume=True), progress=False)
     assert resumed["steps"] == whole["steps"]
     assert resumed["valid_accuracy_per_seed"] == whole["valid_accuracy_per_seed"]
     for name, p in whole["model"].state_dict().items():
@@ -120,4 +126,67 @@ def test_commands_report_bad_input_without_traceback(tiny, tmp_path, capsys):
 
 def test_resume_without_a_run_fails_clearly(tmp_path):
     with pytest.raises(MemnetError, match="nothing to resume"):
-        train(config.Config(), tmp_path, resume=True)
+        RunFolder(tmp_path, resume=True)
+
+
+def test_an_interrupt_during_linear_start_saves_nothing_and_says_so(tiny, tmp_path, monkeypatch, capsys):
+    interrupt_in_epoch(monkeypatch, 2)
+    result = train(quick(tiny, **{"train.linear_start_epochs": 3}), RunFolder(tmp_path / "run"), progress=False)
+    assert result["interrupted"] and result["model"] is None and result["saved"] is None
+    assert not (tmp_path / "run" / "model.pt").exists()
+    capsys.readouterr()
+    interrupt_in_epoch(monkeypatch, 4)  # the counter goes on: epoch 2 of the second run
+    assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(tmp_path / "cli"), "--quiet",
+                 "--train.linear_start_epochs=3", "--train.restarts=1"]) == 130
+    captured = capsys.readouterr()
+    assert "nothing was saved" in captured.err and "wrote" not in captured.out
+
+
+def test_an_interrupt_after_linear_start_keeps_the_best_model(tiny, tmp_path, monkeypatch):
+    interrupt_in_epoch(monkeypatch, 4)  # linear start: epochs 1-2; evaluations after 2 (in it) and at the interrupt
+    result = train(quick(tiny, **{"train.linear_start_epochs": 2, "train.eval_every": 2}), RunFolder(tmp_path / "run"),
+                   progress=False)
+    assert result["interrupted"] and result["saved"] == tmp_path / "run" / "model.pt"
+    model, _, _, payload = checkpoint.load(result["saved"])
+    assert payload["best_metric"] == pytest.approx(result["valid"]["accuracy"])
+    for name, value in result["model"].state_dict().items():
+        assert torch.equal(value, model.state_dict()[name])
+
+
+def test_a_folder_with_another_run_is_refused_unless_resumed_or_replaced(tiny, tmp_path, capsys):
+    args = ["train", "--data", str(tiny), "--task", "1", "--quiet", "--train.epochs=1", "--train.restarts=1",
+            "--train.linear_start_epochs=0"]
+    assert main([*args, "--out", str(tmp_path / "run")]) == 0
+    before = (tmp_path / "run" / "model.pt").read_bytes()
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path / "run"), "--model.hops=2"]) == 2
+    err = capsys.readouterr().err
+    assert "holds another run (config.yaml, metrics.jsonl, model.pt, last.pt); --resume continues it, --force replaces it" in err
+    assert (tmp_path / "run" / "model.pt").read_bytes() == before
+    assert main([*args, "--out", str(tmp_path / "run"), "--model.hops=2", "--force"]) == 0
+    assert config.load(tmp_path / "run" / "config.yaml").model.hops == 2
+    lines = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert len(lines) == 2  # the replaced run's lines are gone: one evaluation, then the final line
+
+
+def test_a_run_never_writes_over_the_config_it_starts_from(tiny, tmp_path, capsys, monkeypatch):
+    own = tmp_path / "config.yaml"
+    own.write_text("train:\n  restarts: 1\n  epochs: 1\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["train", "--data", str(tiny), "--task", "1", "--out", ".", "--quiet", "--force"]) == 2
+    assert "would write its config over the config file it starts from" in capsys.readouterr().err
+    assert own.read_text() == "train:\n  restarts: 1\n  epochs: 1\n"
+
+
+def test_metrics_are_strict_json_and_a_diverging_run_stops(tiny, tmp_path, capsys):
+    # an interrupt logs a loss of NaN: null in the file
+    from memnet.run import strict
+    assert strict({"loss": float("nan"), "acc": [1.0, float("inf")]}) == {"loss": None, "acc": [1.0, None]}
+    run = tmp_path / "run"
+    code = main(["train", "--data", str(tiny), "--task", "1", "--out", str(run), "--quiet", "--train.restarts=1",
+                 "--train.linear_start_epochs=0", "--train.epochs=3", "--train.eval_every=1", "--train.lr=1e30"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "training stopped at epoch" in err and "is not finite" in err
+    for line in (run / "metrics.jsonl").read_text().splitlines() if (run / "metrics.jsonl").exists() else []:
+        json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))

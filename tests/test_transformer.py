@@ -1,5 +1,5 @@
 """The transformer reader: the memory network's contract (shapes, attention rows sum to one,
-padding gets none, seeds side by side), the 1/sqrt(d_k) switch, learning and the CLI."""
+padding gets none), the 1/sqrt(d_k) switch, its own config section, learning and the CLI."""
 import dataclasses
 import json
 import math
@@ -9,11 +9,11 @@ import torch
 
 from memnet import babi, checkpoint, generator
 from memnet.cli import main
-from memnet.config import ModelConfig, load
+from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
-from memnet.model import build_model
-from memnet.train import seed_state, train
-from memnet.transformer import Transformer, attention, saturation
+from memnet.models import build_model
+from memnet.models.transformer import Transformer, attention, saturation
+from memnet.train import train
 
 
 @pytest.fixture(scope="module")
@@ -23,15 +23,15 @@ def qa1():
     return vocab, encode_samples(samples, vocab, memory_size=50)
 
 
-def make(vocab, seeds=1, **fields):
-    cfg = ModelConfig(**{"type": "transformer", **fields})
-    model = build_model(cfg, len(vocab), len(vocab.answers), answer_words=vocab.answer_words(), seeds=seeds)
-    model.reset_parameters([torch.Generator().manual_seed(10 + s) for s in range(seeds)])
+def make(vocab, seed=10, **fields):
+    cfg = load(None, {f"model.{k}": v for k, v in {"type": "transformer", **fields}.items()})
+    model = build_model(cfg, vocab)
+    model.reset_parameters(torch.Generator().manual_seed(seed))
     return model
 
 
 @pytest.mark.parametrize("fields", [{}, {"type": "universal", "stopping": True, "layers": 3}])
-def test_shapes_plain_and_seeded(qa1, fields):
+def test_shapes(qa1, fields):
     vocab, batch = qa1
     B, M = len(batch), batch.story.shape[1]
     L, A = fields.get("layers", 2), len(vocab.answers)
@@ -40,8 +40,6 @@ def test_shapes_plain_and_seeded(qa1, fields):
     assert r.logits.shape == (B, A) and r.attention.shape == (B, L, M) and r.hop_logits.shape == (B, L, A)
     assert r.hops_used.shape == r.halted.shape == (B,) and r.halt_probs.shape == (B, L) and r.loss.dim() == 0
     assert reading.heads.shape == reading.scores.shape == (B, L, 2, M)
-    seeded = make(vocab, seeds=3, **fields)(batch.index(torch.arange(12).view(3, 4)))  # the trainer's (S, B) form
-    assert seeded.logits.shape == (3, 4, A) and seeded.attention.shape == (3, 4, L, M)
 
 
 def test_attention_rows_sum_to_one_and_padding_gets_none(qa1):
@@ -92,16 +90,12 @@ def test_scale_switch_divides_scores_by_sqrt_dk(qa1):
     assert saturation(b.heads[:, :1], batch.length)["mean_max_weight"] > saturation(a.heads[:, :1], batch.length)["mean_max_weight"]
 
 
-def test_each_seed_computes_what_it_would_alone(qa1):
-    vocab, batch = qa1
-    many = make(vocab, seeds=2, type="universal", stopping=True)
-    together = many(batch)  # (2, B, ...): one plain batch for both seeds
-    for s in range(2):
-        alone = make(vocab, type="universal", stopping=True)
-        alone.load_state_dict(seed_state(many, s))
-        r = alone(batch)
-        assert torch.allclose(r.logits, together.logits[s], atol=1e-5)
-        assert torch.allclose(r.attention, together.attention[s], atol=1e-6)
+def test_its_config_section_is_its_own():
+    with pytest.raises(ConfigError, match="model.masking: a setting of model.type memn2n, not of transformer"):
+        load(None, {"model.type": "transformer", "model.masking": "off"})
+    with pytest.raises(ConfigError, match=r"model.heads: expected a divisor of model.dim \(20\), found 3"):
+        load(None, {"model.type": "transformer", "model.heads": 3})
+    assert load(None, {"model.type": "universal", "model.layers": 4}).model.layers == 4
 
 
 @pytest.fixture(scope="module")
@@ -126,13 +120,13 @@ def test_learns_generated_qa1(generated):
 def test_train_and_eval_cli(generated, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--data", str(generated), "--task", "1", "--out", str(run), "--quiet",
-                 "--model.type=transformer", "--model.masking=off", "--model.layers=3", "--train.epochs=1", "--train.threads=1"]) == 0
+                 "--config", "none", "--model.type=transformer", "--model.layers=3", "--train.epochs=1", "--train.threads=1"]) == 0
     assert "test: accuracy" in capsys.readouterr().out
     model, cfg, _, _ = checkpoint.load(run / "model.pt")
     assert isinstance(model, Transformer) and cfg.model.type == "transformer" and cfg.model.layers == 3
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
-    assert metrics["n"] == 200 and 0 <= metrics["accuracy"] <= 1 and len(metrics["hop_accuracy"]) == 3
+    assert metrics["n"] == 200 and len(metrics["hop_accuracy"]) == 3
     # the question's attention per layer and head; the table's columns are their mean
     assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--heads", "--format", "json"]) == 0
     table = json.loads(capsys.readouterr().out)
@@ -143,9 +137,11 @@ def test_train_and_eval_cli(generated, tmp_path, capsys):
     assert "L1 H1" in capsys.readouterr().out
 
 
-def test_masking_with_a_transformer_is_a_clear_error(generated, tmp_path, capsys):
+def test_a_memory_network_switch_for_a_transformer_is_a_clear_error(generated, tmp_path, capsys):
     args = ["train", "--data", str(generated), "--task", "1", "--out", str(tmp_path / "run"), "--quiet",
-            "--model.type=transformer", "--model.masking=hard", "--train.epochs=1"]
+            "--config", "none", "--model.type=transformer", "--model.masking=hard", "--train.epochs=1"]
     assert main(args) == 2
-    assert "needs --model.masking=off" in capsys.readouterr().err
-    assert not (tmp_path / "run" / "model.pt").exists()
+    assert "model.masking: a setting of model.type memn2n, not of transformer" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+    main(args[:-5] + ["--model.type=transformer", "--train.epochs=1"])  # from config.yaml: its memn2n section
+    assert "--config none starts from the built-in defaults" in capsys.readouterr().err

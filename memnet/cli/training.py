@@ -23,12 +23,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "e.g. --model.hops=4 --model.masking=hard --train.restarts=10.")
     p.add_argument("--data", help="folder of bAbI files (en/, en-valid/ or generated); sets data.dir")
     p.add_argument("--task", help="task spec: 16, 1-20 (joint training), 1,2,16 or chain; sets data.task")
-    p.add_argument("--out", required=True, help="run folder to write")
+    p.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, "
+                                                "unless --resume or --force)")
     p.add_argument("--config", help=f"YAML config (default: ./config.yaml if present, else {ROOT_CONFIG.name} "
-                                    "at the repository root, else built-in defaults)")
-    p.add_argument("--resume", action="store_true", help="continue the stopped run in --out from its last.pt")
+                                    "at the repository root); 'none': the built-in defaults")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--resume", action="store_true", help="continue the stopped run in --out from its last.pt")
+    what.add_argument("--force", action="store_true", help="replace the run in --out (its files are removed together)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    add_config_flags(p)
+    add_config_flags(p, default_config())
     p.set_defaults(func=run_train)
 
     p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used",
@@ -41,16 +44,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_eval)
 
 
-def add_config_flags(parser: argparse.ArgumentParser) -> None:
-    """One --section.key flag per config field, its help the field's comment in memnet/config.py."""
+def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None:
+    """One --section.key flag per config field, its help the field's comment in memnet/config.py
+    and its default what the config file `path` sets (else the built-in default)."""
     comments = dict(re.findall(r"^    (\w+): [^=]+= [^#\n]+#\s*(.+)$", inspect.getsource(config), re.M))
-    group = parser.add_argument_group("config overrides (applied after --config)")
-    for section in dataclasses.fields(config.Config):
-        for f in dataclasses.fields(section.type if isinstance(section.type, type) else getattr(config, section.type)):
-            default = getattr(getattr(config.Config(), section.name), f.name)
-            group.add_argument(f"--{section.name}.{f.name}", dest=f"override:{section.name}.{f.name}",
-                               default=argparse.SUPPRESS, metavar=type(default).__name__.upper(),
-                               help=f"{comments.get(f.name, f.name.replace('_', ' '))} (default {default})")
+    try:
+        start = config.load(path)
+    except ConfigError:  # a broken file is reported when a run loads it; the help still shows
+        path, start = None, config.Config()
+    origin = f"in {path.name}" if path is not None else "built in"
+    sections = [("data", config.DataConfig), ("model", config.MemN2NConfig), ("model", config.TransformerConfig),
+                ("train", config.TrainConfig)]
+    group = parser.add_argument_group(f"config overrides (applied after --config; defaults as {origin})")
+    seen = set()
+    for section, cls in sections:
+        for f in dataclasses.fields(cls):
+            key = f"{section}.{f.name}"
+            if key in seen:
+                continue
+            seen.add(key)
+            current = getattr(getattr(start, section), f.name, None)
+            default = current if current is not None else getattr(cls(), f.name)
+            only = "" if section != "model" or f.name in _shared_model_fields() else f" [{cls.__name__.removesuffix('Config').lower()} only]"
+            group.add_argument(f"--{key}", dest=f"override:{key}", default=argparse.SUPPRESS,
+                               metavar=type(default).__name__.upper(),
+                               help=f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default})")
+
+
+def _shared_model_fields() -> set[str]:
+    return ({f.name for f in dataclasses.fields(config.MemN2NConfig)}
+            & {f.name for f in dataclasses.fields(config.TransformerConfig)})
 
 
 def default_config() -> Path | None:
@@ -60,7 +83,16 @@ def default_config() -> Path | None:
     return None
 
 
+def config_path(given: str | None) -> Path | None:
+    """--config: a file, 'none' for the built-in defaults, or (not given) default_config()."""
+    if given is None:
+        return default_config()
+    return None if given == "none" else Path(given)
+
+
 def run_train(args: argparse.Namespace) -> int:
+    from memnet.evaluation import percents
+    from memnet.run import RunFolder
     from memnet.train import train  # torch loads only for commands that need it
 
     overrides = {k.removeprefix("override:"): v for k, v in vars(args).items() if k.startswith("override:")}
@@ -68,24 +100,40 @@ def run_train(args: argparse.Namespace) -> int:
         overrides["data.dir"] = args.data
     if args.task is not None:
         overrides["data.task"] = args.task
-    cfg = config.load(args.config or default_config(), overrides)
+    source = config_path(args.config)
+    try:
+        cfg = config.load(source, overrides)
+    except ConfigError as e:
+        hint = " (the model section of the config file is for another model.type: --config none starts from the " \
+               "built-in defaults)" if "model.type" in overrides and "a setting of model.type" in str(e) else ""
+        raise ConfigError(f"{e}{hint}") from None
     if args.data is not None and not Path(args.data).is_dir():
         raise MemnetError(f"{args.data}: no such data folder")
-    result = train(cfg, args.out, resume=args.resume, progress=not args.quiet)
+    run = RunFolder(args.out, resume=args.resume, force=args.force, config_source=None if args.resume else source)
+    result = train(cfg, run, progress=not args.quiet)
     for split in ("valid", "test"):
         if split in result:
             m = result[split]
             print(f"{split}: accuracy {100 * m['accuracy']:.1f}%  hop accuracy "
-                  f"{_percents(m['hop_accuracy'])}  chain {100 * m['chain_accuracy']:.1f}%  mean hops {m['mean_hops']:.2f}")
-    print(f"wrote {Path(args.out) / 'model.pt'}")
-    return 0
+                  f"{percents(m['hop_accuracy'])}  chain {100 * m['chain_accuracy']:.1f}%  mean hops {m['mean_hops']:.2f}")
+    if result["saved"] is not None:
+        print(f"wrote {result['saved']}")
+    else:
+        print(f"nothing was saved: training was interrupted before any epoch could be chosen "
+              f"(linear start chooses none)", file=sys.stderr)
+    return 130 if result["interrupted"] else 0
 
 
 def run_eval(args: argparse.Namespace) -> int:
     from memnet import checkpoint
-    from memnet.train import encode_tasks, evaluate, read_splits
+    from memnet.data import encode_tasks, read_splits
+    from memnet.evaluation import evaluate, hops_table, task_table
 
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    bad = checkpoint.nonfinite(model)
+    if bad:
+        print(f"memnet eval: warning: {args.checkpoint} holds weights that are not finite ({', '.join(bad)}): "
+              f"its answers mean nothing", file=sys.stderr)
     try:
         tasks = babi.parse_tasks(args.task or cfg.data.task)
     except ValueError as e:
@@ -101,29 +149,7 @@ def run_eval(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(m))
         return 0
-    print(f"{'task':>5} {'n':>5} {'acc':>6} {'error':>6} {'hop acc':>20} {'chain':>6} {'recall':>6} {'hops':>5} {'facts':>5}")
-    for name, t in [*m["tasks"].items(), ("all", m)]:
-        recall = "-" if t["support_recall"] is None else f"{100 * t['support_recall']:.1f}"
-        print(f"{name:>5} {t['n']:5d} {100 * t['accuracy']:6.1f} {100 * t['error']:6.1f} {_percents(t['hop_accuracy']):>20} "
-              f"{100 * t['chain_accuracy']:6.1f} {recall:>6} {t['mean_hops']:5.2f} {t['mean_facts']:5.2f}")
+    print(task_table(m))
     print()
     print(hops_table(m))
     return 0
-
-
-def hops_table(m: dict) -> str:
-    """Hops used against the number of supporting facts, per task: questions, mean hops and how
-    many questions took 1..K hops."""
-    K = len(m["hop_accuracy"])
-    lines = ["hops used by number of supporting facts",
-             f"{'task':>5} {'facts':>5} {'n':>5} {'mean':>5} " + " ".join(f"{f'{k} hop' + 's' * (k > 1):>7}" for k in range(1, K + 1))]
-    for name, t in m["tasks"].items():
-        for facts, counts in t["hops_by_facts"].items():
-            n = sum(counts.values())
-            mean = sum(int(h) * c for h, c in counts.items()) / n
-            lines.append(f"{name:>5} {facts:>5} {n:5d} {mean:5.2f} " + " ".join(f"{counts.get(str(k), 0):7d}" for k in range(1, K + 1)))
-    return "\n".join(lines)
-
-
-def _percents(values: list[float | None]) -> str:
-    return " ".join("-" if v is None else f"{100 * v:.1f}" for v in values)

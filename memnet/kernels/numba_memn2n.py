@@ -1,0 +1,631 @@
+"""MemN2N's training step and forward pass compiled with Numba: the same numbers as the
+reference model (memnet/models/memn2n.py) and the trainer's SGD step, without their
+per-operation cost.
+
+A step of the paper's model (d = 20, batch 32, stories of ten sentences) is a few hundred
+thousand multiply-adds. PyTorch spends ~5 µs dispatching each of its ~400 operations per
+step, NumPy ~2 µs for each of ~100; the arithmetic itself takes less than either. So whole
+epochs run here, per question, with the sentences kept sparse (word ids and their
+position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
+
+    x[i, t] = Σ_j l_j · emb[w_ij, table t] + T(age_i)[table t]      m_i (t = A^k), c_i (t = C^k)
+
+emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
+..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
+question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
+memory every hop may attend to: score 0, and nothing to read.
+
+Restarts train side by side: every array has a leading seed dimension S, and each seed's
+epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
+
+COVERS declares, as data, every configuration this kernel computes exactly as the reference
+does; the trainer uses it only for a run whose every setting is covered (memnet.kernels).
+"""
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from memnet.data import Batch
+from memnet.kernels import ANY
+
+NAME = "numba"
+COVERS = {
+    "model.type": ("memn2n",),
+    "model.dim": ANY,
+    "model.hops": ANY,
+    "model.encoding": ("bow", "pe"),
+    "model.temporal": (True, False),
+    "model.tying": ("adjacent", "layerwise"),
+    "model.masking": ("off", "hard", "soft"),
+    "model.answer_from": ("state", "readout"),
+    "model.null_memory": (True, False),
+    "model.stopping": (True, False),
+    "model.halt_cost": ANY,
+    "model.halt_threshold": ANY,
+    "model.vocabulary_softmax": (True, False),
+    "model.phrase_answers": (True, False),
+    "data.memory_size": ANY,
+    "train.batch_size": ANY,
+    "train.max_grad_norm": ANY,
+    "train.attention_supervision": ANY,
+    "train.threads": ANY,
+    "train.device": ("cpu",),
+}
+
+
+class Questions:
+    """A Batch as the compiled loops read it: per question, its slots (0 the question, then its
+    memories, most recent first) as word ids with their position-encoding weights (a_j, c_j)."""
+
+    def __init__(self, data: Batch, encoding: str):
+        L = max(data.story.shape[-1], data.query.shape[-1])
+        words = torch.cat([F.pad(data.query, (0, L - data.query.shape[-1]))[:, None],
+                           F.pad(data.story, (0, L - data.story.shape[-1]))], 1)  # (N, M+1, L) slot 0 the question
+        real = words != 0  # real words come first
+        n_words = real.sum(-1)  # (N, M+1)
+        r = torch.arange(1, L + 1) / n_words.clamp(min=1)[..., None]  # (N, M+1, L) j/J
+        if encoding == "pe":
+            coef = torch.stack([1 - r, 2 * r - 1], -1)  # (N, M+1, L, 2) a_j = 1 - j/J, c_j = 2j/J - 1
+        else:
+            coef = torch.stack([torch.ones_like(r), torch.zeros_like(r)], -1)  # bag of words: l_j = 1
+        self.words = words.int().numpy()  # (N, M+1, L)
+        self.coef = (coef * real[..., None]).float().numpy()  # (N, M+1, L, 2)
+        self.n_words = n_words.int().numpy()  # (N, M+1)
+        self.length = data.length.int().numpy()  # (N,)
+        self.ages = data.time.numpy().astype(np.int64)  # (N, M) each memory's age when not training
+        self.answer = data.answer.int().numpy()  # (N,)
+        self.support = data.support.int().numpy()  # (N, F) memory index of each supporting fact, -1: none
+        self.n_support = data.n_support.int().numpy()  # (N,)
+
+
+class Training:
+    """Trains S reference models' weights side by side (a copy, as arrays with a leading seed
+    dimension), on the training Batch `data`; scores them on any Batch. `state_dict(s)` gives
+    seed s back as the reference model's state_dict."""
+
+    name = NAME
+
+    def __init__(self, models: list[torch.nn.Module], data: Batch, *, max_grad_norm: float, threads: int = 1):
+        first = models[0]
+        self.model, self.max_grad_norm, self.threads = first, max_grad_norm, threads
+        self.K, self.d, self.n_tables = first.hops, first.dim, first.n_tables
+        V, S, Td = first.tables.shape[1], len(models), first.n_tables * first.dim
+        zeros = np.zeros
+        self.emb = zeros((S, V, Td), np.float32)  # the tables side by side
+        self.temporal = zeros((S, first.memory_size if first.temporal is not None else 0, Td), np.float32)
+        self.halt_w, self.halt_b = zeros((S, self.d), np.float32), zeros((S, 1), np.float32)
+        self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
+        for s, model in enumerate(models):
+            self.load_state_dict(s, model.state_dict())
+        self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
+        self.data = Questions(data, first.encoding)
+        self.questions: dict[int, Questions] = {id(data): self.data}
+        m = first
+        self.flags = (m.tying == "layerwise", m.masking == "hard", m.masking == "soft", m.null_memory,
+                      m.answer_from == "readout", m.stopping)
+
+    def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
+        """Seed s's arrays from a reference model's state_dict."""
+        n, d = self.n_tables, self.d
+        self.emb[s] = state["tables"].transpose(0, 1).reshape(-1, n * d).numpy()
+        if "temporal" in state:
+            self.temporal[s] = state["temporal"].transpose(0, 1).reshape(-1, n * d).numpy()
+        for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
+                            ("log_penalty", self.log_penalty)):
+            if name in state:
+                array[s] = state[name].numpy().reshape(array[s].shape)
+
+    def state_dict(self, s: int) -> dict[str, torch.Tensor]:
+        """Seed s as the reference model's state_dict (copies)."""
+        n, d = self.n_tables, self.d
+        out = {}
+        for name, value in self.model.state_dict().items():
+            if name == "tables":
+                array = self.emb[s].reshape(-1, n, d).transpose(1, 0, 2)
+            elif name == "temporal":
+                array = self.temporal[s].reshape(-1, n, d).transpose(1, 0, 2)
+            else:
+                array = getattr(self, name)[s].reshape(value.shape)
+            out[name] = torch.from_numpy(np.ascontiguousarray(array)).clone()
+        return out
+
+    def epoch(self, order: np.ndarray, ages: np.ndarray, lr: float, batch_size: int, linear: bool) -> np.ndarray:
+        """One pass over the data: order (S, N) each seed's question order, ages (S, N, M) each
+        question's memory ages in that order. Returns each seed's summed loss (S,)."""
+        m, data = self.model, self.data
+        order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
+        batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
+        hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm))
+
+        def seed_epoch(s: int) -> float:
+            params = (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s])
+            return _seed_epoch(params, self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
+                               hyper, self.K, self.d)
+
+        return np.array(self._each_seed(seed_epoch))
+
+    def predict(self, batch: Batch, linear: bool = False) -> np.ndarray:
+        """(S, N) each seed's answer class to each question, as the reference model answers in
+        eval mode (the stopping rule at halt_threshold); `linear` as during linear start."""
+        q = self._questions(batch)
+        threshold = np.float32(self.model.halt_threshold)
+
+        def seed_predict(s: int) -> np.ndarray:
+            params = (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s])
+            return _seed_predict(params, self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
+                                 (linear, *self.flags), threshold, self.K, self.d)
+
+        return np.stack(self._each_seed(seed_predict))
+
+    def accuracy(self, batch: Batch, linear: bool = False) -> np.ndarray:
+        """(S,) each seed's share of questions answered right (no answer class: wrong)."""
+        return (self.predict(batch, linear) == self._questions(batch).answer).mean(1)
+
+    def _questions(self, batch: Batch) -> Questions:
+        if id(batch) not in self.questions:  # the same Batch objects are scored again and again
+            self.questions[id(batch)] = Questions(batch, self.model.encoding)
+        return self.questions[id(batch)]
+
+    def _each_seed(self, work) -> list:
+        """work(s) for every seed: on train.threads threads when there are several."""
+        seeds = range(self.emb.shape[0])
+        if self.threads > 1 and len(seeds) > 1:
+            # flush denormals to zero in the workers too: a per-thread setting, which train() sets in its own
+            with ThreadPoolExecutor(self.threads, initializer=torch.set_flush_denormal, initargs=(True,)) as pool:
+                return list(pool.map(work, seeds))
+        return [work(s) for s in seeds]
+
+
+JIT = dict(cache=True, nogil=True, fastmath=True, error_model="numpy")
+
+
+@numba.njit(**JIT)
+def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper, K, d):
+    """One seed's epoch of SGD steps; its parameters (emb, temporal, halt_w, halt_b, H,
+    log_penalty) are updated in place. Returns the summed loss."""
+    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    words = data[0]
+    lr, max_norm = hyper[0], hyper[3]
+    M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
+    e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
+    W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
+    grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
+             np.empty_like(H), np.empty_like(log_penalty), np.empty((n_answers, d), np.float32))
+    work = _workspace(M1, Td, K, d, n_answers)
+    total = 0.0
+    N = order.shape[0]
+    for start in range(0, N, batch_size):
+        g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
+        g_emb[:] = 0.0
+        g_halt_w[:] = 0.0
+        g_halt_b[:] = 0.0
+        g_H[:] = 0.0
+        g_log_penalty[:] = 0.0
+        g_W[:] = 0.0
+        _answer_rows(W, emb, answer_bag)
+        aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
+        for b in range(start, min(start + batch_size, N)):
+            loss, age = _question(params, grads, work, W, data, order[b], ages[b], e, flags, hyper, K, d)
+            total += loss
+            aged = max(aged, age)
+        _sgd(params, grads, answer_bag, aged, lr, max_norm)
+    return total
+
+
+@numba.njit(**JIT, inline="always")
+def _workspace(M1, Td, K, d, n_answers):
+    """The arrays one question's forward and backward pass reuse."""
+    x, g_x = np.empty((M1, Td), np.float32), np.empty((M1, Td), np.float32)  # x[i, t*d:(t+1)*d]: table t on slot i
+    tables, g_tables = x.reshape((M1, Td // d, d)), g_x.reshape((M1, Td // d, d))  # the same as [i, t, k]
+    p, scores, g_scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
+    attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)  # may attend; soft masking's chosen
+    u, reads, g_state = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32), np.empty((K, d), np.float32)
+    probs = np.empty((K, n_answers), np.float32)  # â_k
+    halting = np.empty((5, K), np.float32)  # CE(â_k), h_k, reach_k = Π_{j<k}(1 - h_j), π_k, ∂loss/∂π_k
+    vectors = np.empty((3, d), np.float32)  # ∂u, ∂o, ∂u^{k+1}
+    g_p = np.empty(M1, np.float32)
+    return x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, halting, vectors, g_p
+
+
+@numba.njit(**JIT, inline="always")
+def _question(params, grads, work, W, data, q, ages, e, flags, hyper, K, d):
+    """One question's forward pass, loss and backward pass, its gradients added to `grads`.
+    Returns (its loss, how many rows of T(i) it touched)."""
+    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    words, coef, n_words, length, answer, support, n_support = data
+    linear, layerwise, masking, soft, null, readout, stopping = flags
+    halt_cost, supervision = hyper[1], hyper[2]
+    x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, halting, vectors, g_p = work
+    ce, cost = halting[0], halting[4]
+    L = length[q]
+    penalty = np.exp(log_penalty[0])
+    _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages, L, d, e)
+    _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
+    states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
+    first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
+    target = answer[q]
+    _answer_probs(W, states, probs, ce, target, first)
+    _halting(halt_w, halt_b, states, halting, stopping)
+    pi = halting[3]
+    loss = 0.0
+    for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
+        cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
+        loss += pi[r] * cost[r]
+    g_scores[:] = 0.0
+    if supervision > 0:
+        loss += _supervise(scores, g_scores, attends, halting, support[q], n_support[q], L, supervision, stopping)
+    _state_grads(W, grads[6], states, probs, pi, g_state, target, first)
+    if stopping:
+        _halting_backward(halt_w, grads[2], grads[3], states, halting, g_state)
+    _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, grads[4], grads[5], vectors,
+                   g_p, penalty, L, linear, layerwise, readout)
+    return loss, _table_grads(grads[0], grads[1], g_x, words[q], coef[q], n_words[q], ages, L, d, e)
+
+
+@numba.njit(**JIT, inline="always")
+def _answer_probs(W, states, probs, ce, target, first):
+    """â_r = softmax(W state_r) into probs[r], and its cross-entropy into ce[r], for r >= first."""
+    K, n_answers, d = states.shape[0], W.shape[0], W.shape[1]
+    ce[:] = 0.0
+    for r in range(first, K):
+        top = np.float32(-np.inf)
+        state = states[r]
+        for a in range(n_answers):
+            logit = np.float32(0.0)
+            W_a = W[a]
+            for k in range(d):
+                logit += W_a[k] * state[k]
+            probs[r, a] = logit
+            top = max(top, logit)
+        target_logit = probs[r, target] - top if target >= 0 else np.float32(0.0)
+        norm = np.float32(0.0)
+        for a in range(n_answers):
+            probs[r, a] = np.exp(probs[r, a] - top)
+            norm += probs[r, a]
+        for a in range(n_answers):
+            probs[r, a] /= norm
+        if target >= 0:  # else no answer among the classes: no cross-entropy
+            ce[r] = np.log(norm) - target_logit
+
+
+@numba.njit(**JIT, inline="always")
+def _halting(halt_w, halt_b, states, halting, stopping):
+    """π_k = h_k Π_{j<k} (1 - h_j), h_k = σ(w_h · state_k + b_h), h_K = 1; without stopping π = (0, .., 1)."""
+    K, d = states.shape
+    h, reach, pi = halting[1], halting[2], halting[3]
+    pi[:] = 0.0
+    pi[K - 1] = 1.0
+    if stopping:
+        go_on = np.float32(1.0)
+        for r in range(K):
+            z = halt_b[0]
+            for k in range(d):
+                z += halt_w[k] * states[r, k]
+            h[r] = np.float32(1.0) if r == K - 1 else np.float32(1.0) / (np.float32(1.0) + np.exp(-z))
+            reach[r] = go_on  # Π_{j<r} (1 - h_j)
+            pi[r] = h[r] * go_on
+            go_on *= np.float32(1.0) - h[r]
+
+
+@numba.njit(**JIT, inline="always")
+def _supervise(scores, g_scores, attends, halting, support, n_support, L, supervision, stopping):
+    """Attention supervision: hop k's scores pulled to the k-th supporting fact, the halting to
+    their number. Returns its loss; fills g_scores and adds to ∂loss/∂π."""
+    K = scores.shape[0]
+    pi, cost = halting[3], halting[4]
+    loss = 0.0
+    for hop in range(min(K, support.shape[0])):
+        fact = support[hop] + 1  # its slot; 0: none, or out of memory
+        if fact > 0 and attends[hop, fact]:
+            top = np.float32(-np.inf)
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    top = max(top, scores[hop, i])
+            norm = np.float32(0.0)
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    g_scores[hop, i] = np.exp(scores[hop, i] - top)
+                    norm += g_scores[hop, i]
+            loss += supervision * (np.log(norm) - (scores[hop, fact] - top))
+            for i in range(1, L + 1):
+                g_scores[hop, i] *= supervision / norm
+            g_scores[hop, fact] -= supervision
+    if stopping:
+        want = min(max(n_support, 1), K) - 1
+        loss -= supervision * np.log(max(pi[want], np.float32(1e-8)))
+        if pi[want] > 1e-8:
+            cost[want] -= supervision / pi[want]
+    return loss
+
+
+@numba.njit(**JIT, inline="always")
+def _state_grads(W, g_W, states, probs, pi, g_state, target, first):
+    """∂loss/∂state_k through â_k (weighted by π_k) into g_state, and ∂W into g_W."""
+    K, n_answers, d = states.shape[0], W.shape[0], W.shape[1]
+    g_state[:] = 0.0
+    if target < 0:
+        return
+    for r in range(first, K):
+        state, g_state_r = states[r], g_state[r]
+        for a in range(n_answers):
+            g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
+            W_a, g_W_a = W[a], g_W[a]
+            for k in range(d):
+                g_W_a[k] += g_logit * state[k]
+            for k in range(d):
+                g_state_r[k] += g_logit * W_a[k]
+
+
+@numba.njit(**JIT, inline="always")
+def _halting_backward(halt_w, g_halt_w, g_halt_b, states, halting, g_state):
+    """∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = ∂loss/∂π_k;
+    through σ into the halting unit and the states."""
+    K, d = states.shape
+    h, reach, cost = halting[1], halting[2], halting[4]
+    later = np.float32(0.0)
+    for r in range(K - 2, -1, -1):
+        later = cost[r + 1] * h[r + 1] + (np.float32(1.0) - h[r + 1]) * later
+        g_z = h[r] * (np.float32(1.0) - h[r]) * reach[r] * (cost[r] - later)
+        g_halt_b[0] += g_z
+        for k in range(d):
+            g_halt_w[k] += g_z * states[r, k]
+            g_state[r, k] += g_z * halt_w[k]
+
+
+@numba.njit(**JIT, inline="always")
+def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty, vectors,
+                   g_p, penalty, L, linear, layerwise, readout):
+    """Back through the K hops, from ∂state_k (g_state) and ∂score (g_scores) to ∂x (g_x: each
+    table on each slot), ∂H and ∂log_penalty."""
+    K, d = p.shape[0], u.shape[1]
+    g_u, g_o, g_next = vectors[0], vectors[1], vectors[2]
+    g_x[:L + 1] = 0.0
+    g_u[:] = 0.0
+    if not readout:
+        g_u[:] = g_state[K - 1]  # ∂u^{K+1}
+    for hop in range(K - 1, -1, -1):
+        if readout:
+            for k in range(d):  # ∂o^k: through u^{k+1} = u^k + o^k, and as â_k's state
+                g_o[k] = g_u[k] + g_state[hop, k]
+        else:
+            if hop < K - 1:
+                for k in range(d):  # ∂u^{k+1} as â_k's state
+                    g_u[k] += g_state[hop, k]
+            g_o[:] = g_u
+        a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)
+        weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                p_i = p[hop, i]
+                g_p_i = np.float32(0.0)
+                for k in range(d):
+                    g_p_i += tables[i, c_table, k] * g_o[k]  # ∂p_i = c_i · ∂o
+                    g_tables[i, c_table, k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
+                g_p[i] = g_p_i
+                weighted += p_i * g_p_i
+        u_k = u[hop]
+        if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
+            g_next[:] = g_u
+            g_u[:] = 0.0
+            for k in range(d):
+                H_k, g_H_k, g_next_k = H[k], g_H[k], g_next[k]
+                for j in range(d):
+                    g_H_k[j] += g_next_k * u_k[j]
+                for j in range(d):
+                    g_u[j] += H_k[j] * g_next_k
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
+                if visited[hop, i]:  # score_i - e^{log_penalty}
+                    g_log_penalty[0] -= g_score * penalty
+                for k in range(d):
+                    g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
+                    g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
+    for k in range(d):  # u^1 = B q
+        g_x[0, k] += g_u[k]
+
+
+@numba.njit(**JIT, inline="always")
+def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
+    """∂x back through the sparse sentences into the tables' rows (g_emb) and T(age) (g_temporal).
+    Returns how many rows of T(i) it touched (ages below it)."""
+    Td, n_ages = g_emb.shape[1], g_temporal.shape[0]
+    aged = 0
+    for i in range(L + 1):
+        columns = d if i == 0 else Td
+        g_x_i = g_x[i]
+        for j in range(n_words[i]):
+            a_j, c_j = coef[i, j, 0], coef[i, j, 1]
+            g_row = g_emb[words[i, j]]
+            for tk in range(columns):
+                g_row[tk] += (a_j + e[tk] * c_j) * g_x_i[tk]
+        if i > 0 and n_ages > 0:
+            age = min(ages[i - 1], n_ages - 1)
+            aged = max(aged, age + 1)
+            g_row = g_temporal[age]
+            for tk in range(Td):
+                g_row[tk] += g_x_i[tk]
+    return aged
+
+
+@numba.njit(**JIT, inline="always")
+def _sgd(params, grads, answer_bag, aged, lr, max_norm):
+    """∂W into C^K's rows, then SGD with this seed's gradient norm clipped at max_norm."""
+    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
+    Td, d = emb.shape[1], g_W.shape[1]
+    for a in range(answer_bag.shape[0]):  # W = answer_bag C^K
+        for v in range(answer_bag.shape[1]):
+            if answer_bag[a, v] != 0.0:
+                for k in range(d):
+                    g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
+    norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
+                   + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty))
+    step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
+    _descend(emb.ravel(), g_emb.ravel(), step)
+    _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
+    g_temporal[:aged] = 0.0
+    _descend(halt_w, g_halt_w, step)
+    _descend(halt_b, g_halt_b, step)
+    _descend(H.ravel(), g_H.ravel(), step)
+    _descend(log_penalty, g_log_penalty, step)
+
+
+@numba.njit(**JIT)
+def _squares(a):
+    """Σ a², accumulated in float64 (as torch's gradient-norm clipping)."""
+    total = 0.0
+    for v in a:
+        total += np.float64(v) * np.float64(v)
+    return total
+
+
+@numba.njit(**JIT)
+def _descend(a, g, step):
+    """a -= step · g, in place."""
+    for i in range(a.shape[0]):
+        a[i] -= step * g[i]
+
+
+@numba.njit(**JIT, inline="always")
+def _embed(x, emb, temporal, words, coef, n_words, ages, L, d, e):
+    """x[i] for one question's slots 0..L: every table applied to memory i (at its age), and
+    table 0 (B) to the question in slot 0. words, coef, n_words: the question's rows; ages (M,)."""
+    Td, n_ages = emb.shape[1], temporal.shape[0]
+    for i in range(L + 1):
+        columns = d if i == 0 else Td
+        x_i = x[i]
+        x_i[:] = 0.0
+        for j in range(n_words[i]):
+            a_j, c_j = coef[i, j, 0], coef[i, j, 1]
+            row = emb[words[i, j]]
+            for tk in range(columns):
+                x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
+        if i > 0 and n_ages > 0:
+            row = temporal[min(ages[i - 1], n_ages - 1)]
+            for tk in range(Td):
+                x_i[tk] += row[tk]
+
+
+@numba.njit(**JIT, inline="always")
+def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null):
+    """The K hops over memories 1..L: from u[0] = B q (tables[0, 0]), each hop's attention p[k]
+    (scores[k] before the softmax), read-out reads[k] = o^k and state u[k + 1]; attends[k] the
+    memories hop k could attend to, visited[k] those soft masking penalises."""
+    K, d = p.shape[0], u.shape[1]
+    u[0] = tables[0, 0]  # u^1 = B q
+    attends[:, 0] = False
+    attends[0, 1:L + 1] = True
+    visited[0] = False
+    for hop in range(K):
+        a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)  # which tables are A and C
+        if hop > 0:
+            attends[hop] = attends[hop - 1]
+            visited[hop] = visited[hop - 1]
+            if masking or soft:  # the memory the last hop chose (its argmax): blocked, or penalised
+                best, choice = 0.0, 0
+                for i in range(1, L + 1):
+                    if p[hop - 1, i] > best:
+                        best, choice = p[hop - 1, i], i
+                if masking:
+                    attends[hop, choice] = False
+                elif choice > 0:
+                    visited[hop, choice] = True
+        # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
+        p[hop] = 0.0
+        top = np.float32(0.0 if null else -np.inf)
+        u_k = u[hop]
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                score = np.float32(0.0)
+                for k in range(d):
+                    score += u_k[k] * tables[i, a_table, k]
+                if visited[hop, i]:  # soft masking lowers a chosen memory's score
+                    score -= penalty
+                p[hop, i] = score
+                scores[hop, i] = score
+                top = max(top, score)
+        if not linear:  # linear start: p_i = u^k · m_i
+            norm = np.exp(-top) if null else np.float32(0.0)
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    p[hop, i] = np.exp(p[hop, i] - top)
+                    norm += p[hop, i]
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    p[hop, i] /= norm
+        o = reads[hop]  # o = Σ_i p_i c_i
+        o[:] = 0.0
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                p_i = p[hop, i]
+                for k in range(d):
+                    o[k] += p_i * tables[i, c_table, k]
+        u_next = u[hop + 1]  # u^{k+1} = u^k + o, or H u^k + o with layer-wise tying
+        for k in range(d):
+            u_next[k] = o[k]
+            if layerwise:
+                H_k = H[k]
+                for j in range(d):
+                    u_next[k] += H_k[j] * u_k[j]
+            else:
+                u_next[k] += u_k[k]
+
+
+@numba.njit(**JIT, inline="always")
+def _answer_rows(W, emb, answer_bag):
+    """W (A, d) = answer_bag C^K: each answer class's row, the sum of its words' rows of the last table."""
+    Td, d = emb.shape[1], W.shape[1]
+    W[:] = 0.0
+    for a in range(answer_bag.shape[0]):
+        for v in range(answer_bag.shape[1]):
+            if answer_bag[a, v] != 0.0:
+                for k in range(d):
+                    W[a, k] += answer_bag[a, v] * emb[v, Td - d + k]
+
+
+@numba.njit(**JIT)
+def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
+    """One seed's answer class to each question (the forward pass of _seed_epoch, and the
+    stopping rule at inference)."""
+    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    linear, layerwise, masking, soft, null, readout, stopping = flags
+    N, M1 = words.shape[0], words.shape[1]
+    Td = emb.shape[1]
+    e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
+    W = np.empty((answer_bag.shape[0], d), np.float32)
+    _answer_rows(W, emb, answer_bag)
+    x = np.empty((M1, Td), np.float32)
+    tables = x.reshape((M1, Td // d, d))
+    p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
+    attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
+    u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
+    penalty = np.exp(log_penalty[0])
+    answers = np.empty(N, np.int64)
+    for q in range(N):
+        L = length[q]
+        _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
+        _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
+        states = reads if readout else u[1:]  # (K, d) what â_k reads
+        r = K - 1
+        if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
+            for hop in range(K - 1):
+                z = halt_b[0]
+                for k in range(d):
+                    z += halt_w[k] * states[hop, k]
+                if np.float32(1.0) / (np.float32(1.0) + np.exp(-z)) > halt_threshold:
+                    r = hop
+                    break
+        best, answers[q] = np.float32(-np.inf), 0
+        for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
+            logit = np.float32(0.0)
+            for k in range(d):
+                logit += W[a, k] * states[r, k]
+            if logit > best:
+                best, answers[q] = logit, a
+    return answers

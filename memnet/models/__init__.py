@@ -1,0 +1,58 @@
+"""One interface for every model: `build_model(cfg, vocab)` and the `Result` of `forward`.
+
+Every model takes a memnet.data.Batch of B questions (fields (B, ...), see memnet.data) and
+returns a Result; the loss is there when the batch holds answers. Models are built with
+keyword-only constructors from their own config section (memnet.config.MemN2NConfig,
+TransformerConfig) and hold one seed: restarts are several models (see memnet.train).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from memnet.config import Config, MemN2NConfig, TransformerConfig
+from memnet.data import Vocab
+from memnet.models.memn2n import MemN2N
+from memnet.models.result import HALT_REASONS, Result
+from memnet.models.transformer import Transformer
+
+__all__ = ["HALT_REASONS", "MemN2N", "Result", "Transformer", "build_model", "init_weights", "n_parameters"]
+
+
+def build_model(cfg: Config, vocab: Vocab) -> nn.Module:
+    """The model cfg.model.type names, for this vocabulary, with fresh weights (seed 0)."""
+    m = cfg.model
+    if isinstance(m, MemN2NConfig):
+        return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
+                      dim=m.dim, hops=m.hops, encoding=m.encoding, temporal=m.temporal, tying=m.tying,
+                      masking=m.masking, answer_from=m.answer_from, null_memory=m.null_memory, stopping=m.stopping,
+                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold,
+                      attention_supervision=cfg.train.attention_supervision)
+    if isinstance(m, TransformerConfig):
+        return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
+                           universal=m.type == "universal", dim=m.dim, layers=m.layers, heads=m.heads, ff_dim=m.ff_dim,
+                           scale=m.scale, encoding=m.encoding, temporal=m.temporal, stopping=m.stopping,
+                           halt_cost=m.halt_cost, halt_threshold=m.halt_threshold,
+                           attention_supervision=cfg.train.attention_supervision)
+    raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
+
+
+def init_weights(model: nn.Module, cfg: Config, seed: int) -> nn.Module:
+    """Draw the model's starting weights for restart `seed` (train.seed + s): its own generator,
+    so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper."""
+    generator = torch.Generator().manual_seed(cfg.train.seed + seed)
+    m = cfg.model
+    if isinstance(m, MemN2NConfig) and m.alternate_init and seed % 2 == 1:
+        model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False)
+    elif isinstance(m, MemN2NConfig):
+        model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init)
+    else:
+        model.reset_parameters(generator, std=m.init_std)
+    return model
+
+
+PAPER_INIT_STD = 0.1  # the paper's N(0, 0.1), for alternate_init's odd restarts
+
+
+def n_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())

@@ -1,0 +1,215 @@
+"""End-to-End Memory Network (Sukhbaatar, Szlam, Weston, Fergus 2015, arXiv:1503.08895), with
+memnet's stopping rule and visited-memory masking: the reference model, in plain PyTorch.
+
+The question is embedded as u^1 = Σ_j l_j · B q_j. Then, for hops k = 1..K:
+
+    m_i = Σ_j l_j · A^k x_ij + T_A^k(i)     input memory of sentence i
+    c_i = Σ_j l_j · C^k x_ij + T_C^k(i)     output memory of sentence i
+    p_i = softmax_i(u^k · m_i)              attention; padding gets exactly 0
+    o^k = Σ_i p_i c_i                       what hop k reads
+    u^{k+1} = u^k + o^k                     adjacent tying:   A^{k+1} = C^k, B = A^1, W^T = C^K
+            = H u^k + o^k                   layer-wise tying: A^k = A^1, C^k = C^1
+    â_k = softmax(W u^{k+1})                the answer had the model stopped after hop k
+
+l_j is the position encoding l_kj = (1 - j/J) - (k/d)(1 - 2j/J) of word j of J in embedding
+dimension k of d (1 for bag of words). T(i) is the temporal encoding of a memory's age i (its
+slot, see memnet.data; random noise ages memories at training time). An answer class's row of
+W is the sum of its words' rows of C^K (a phrase such as 'n,e' is one word of its own).
+
+The switches, each a field of memnet.config.MemN2NConfig:
+- null_memory: the softmax has one more entry, an empty memory with score 0 that reads
+  nothing, so a hop that finds nothing worth reading can say so (the paper's code has this
+  in effect: its padding slots are zero vectors inside its softmax).
+- linear start (the trainer sets `linear`): p_i = u^k · m_i, no softmax, for the first epochs.
+- stopping: a halting unit h_k = σ(w_h · u^{k+1} + b_h) gives the halting distribution
+  π_k = h_k Π_{j<k} (1 - h_j) (h_K = 1). Training minimises the expected answer loss
+  Σ_k π_k CE(â_k) plus halt_cost · Σ_k π_k (k - 1); inference stops at the first hop whose
+  h_k passes halt_threshold, or at K (PonderNet, Banino et al. 2021, in spirit).
+- masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
+  those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
+- answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
+  halting unit then reads o^k too). With u^{k+1}, an earlier hop's read-out reaches the answer
+  directly, so on a chain (qa16) hop 1 learns to read a colour, not the chain's first fact.
+- attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
+  the halting toward the number of supporting facts.
+
+This file is the model's definition: evaluation, inspection and the GPU train it as it is.
+On the CPU the trainer may use a compiled kernel that computes the same numbers faster
+(memnet/kernels, tested against this file).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from memnet.data import Batch
+from memnet.models.result import Result
+
+
+class MemN2N(nn.Module):
+    has_linear_start = True  # the trainer may remove the attention softmax for the first epochs
+
+    def __init__(self, *, vocab_size: int, answer_words: list[list[int]], memory_size: int, dim: int = 20,
+                 hops: int = 3, encoding: str = "pe", temporal: bool = True, tying: str = "adjacent",
+                 masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
+                 halt_cost: float = 0.01, halt_threshold: float = 0.5, attention_supervision: float = 0.0):
+        super().__init__()
+        self.dim, self.hops, self.memory_size = dim, hops, memory_size
+        self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
+        self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
+        self.attention_supervision = attention_supervision
+        self.linear = False  # linear start: no attention softmax (set by the trainer)
+        # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
+        self.n_tables = hops + 1 if tying == "adjacent" else 4
+        self.tables = nn.Parameter(torch.zeros(self.n_tables, vocab_size, dim))  # (n_tables, V, d)
+        self.temporal = nn.Parameter(torch.zeros(self.n_tables, memory_size, dim)) if temporal else None  # (n_tables, memory, d) T(i)
+        self.H = nn.Parameter(torch.zeros(dim, dim)) if tying == "layerwise" else None  # (d, d)
+        if stopping:
+            self.halt_w = nn.Parameter(torch.zeros(dim))  # (d,) w_h
+            self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
+        if masking == "soft":
+            self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
+        answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
+        for a, words in enumerate(answer_words):
+            for w in words:
+                answer_bag[a, w] += 1.0
+        self.register_buffer("answer_bag", answer_bag, persistent=False)
+        self.register_buffer("e", torch.arange(1, dim + 1) / dim, persistent=False)  # (d,) e_k = k/d
+        self.reset_parameters(torch.Generator().manual_seed(0))
+
+    def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False) -> None:
+        """Weights from N(0, std), T(i) from zero with `temporal_zero`; the halting unit starts
+        by taking every hop (b_h = -2), soft masking with a penalty of e^0."""
+        V, d, n = self.tables.shape[1], self.dim, self.n_tables
+
+        def normal(*shape: int) -> Tensor:
+            return torch.randn(*shape, generator=generator) * std
+
+        with torch.no_grad():  # drawn as (rows, tables * d), the layout the kernels keep
+            self.tables.copy_(normal(V, n * d).view(V, n, d).transpose(0, 1))
+            if self.temporal is not None:
+                T = self.memory_size
+                self.temporal.copy_(torch.zeros(n, T, d) if temporal_zero else normal(T, n * d).view(T, n, d).transpose(0, 1))
+            if self.H is not None:
+                self.H.copy_(normal(d, d))
+            if self.stopping:
+                self.halt_w.copy_(normal(d))
+                self.halt_b.fill_(-2.0)
+            if self.masking == "soft":
+                self.log_penalty.zero_()
+
+    def table(self, hop: int, role: str) -> int:
+        """Which table hop `hop` (0-based) reads as A (memories m_i) or C (read-outs c_i)."""
+        if self.tying == "adjacent":
+            return hop if role == "A" else hop + 1
+        return 1 if role == "A" else 2
+
+    def embed(self, words: Tensor, table: int, ages: Tensor | None = None) -> Tensor:
+        """Sentences (..., J) of word ids -> (..., d): Σ_j l_j · E x_j (+ T(age) with ages (...))."""
+        real = (words != 0).float()  # (..., J) padding weighs 0
+        l = torch.ones(*words.shape, self.dim, device=words.device)  # (..., J, d) bag of words
+        if self.encoding == "pe":
+            j = real.cumsum(-1) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
+            l = (1 - j)[..., None] + self.e * (2 * j - 1)[..., None]  # (..., J, d) l_kj = a_j + e_k c_j
+        x = (l * real[..., None] * self.tables[table][words]).sum(-2)  # (..., d)
+        if ages is not None and self.temporal is not None:
+            x = x + self.temporal[table][ages.clamp(max=self.memory_size - 1)]  # + T(i)
+        return x
+
+    def attend(self, score: Tensor, allowed: Tensor) -> Tensor:
+        """p_i from scores (B, M) over the allowed memories; others get exactly 0."""
+        score = score.masked_fill(~allowed, -1e30)  # exp() of it is exactly 0
+        if self.linear:
+            p = score
+        elif self.null_memory:  # one more entry with score 0, which reads nothing
+            p = torch.cat([torch.zeros_like(score[:, :1]), score], -1).softmax(-1)[:, 1:]  # (B, M)
+        else:
+            p = score.softmax(-1)  # (B, M)
+        return p.masked_fill(~allowed, 0.0)  # nothing allowed: all 0
+
+    def forward(self, batch: Batch) -> Result:
+        B, M, _ = batch.story.shape
+        real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M) memories, not padding
+        visited = torch.zeros_like(real)  # (B, M) memories an earlier hop chose
+        u = self.embed(batch.query, 0)  # (B, d) u^1 = Σ_j l_j B q_j
+        W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
+        states, ps, scores, allowed_per_hop = [], [], [], []
+        for k in range(self.hops):
+            m = self.embed(batch.story, self.table(k, "A"), batch.time)  # (B, M, d) m_i
+            c = self.embed(batch.story, self.table(k, "C"), batch.time)  # (B, M, d) c_i
+            score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
+            allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
+            if self.masking == "soft":
+                score = score - self.log_penalty.exp() * visited
+            p = self.attend(score, allowed)  # (B, M) p_i
+            o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
+            u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
+            if self.masking != "off":
+                visited = visited | (chosen(p) & real)
+            states.append(o if self.answer_from == "readout" else u_next)
+            ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
+            u = u_next
+        states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, or o^1 .. o^K
+        hop_logits = states @ W.T  # (B, K, A) â_k before the softmax
+        attention = torch.stack(ps, 1)  # (B, K, M)
+        logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
+        loss = None
+        if bool((batch.answer >= 0).any()):
+            loss = self.loss(batch, logits, hop_logits, halt_probs, torch.stack(scores, 1), torch.stack(allowed_per_hop, 1))
+        return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
+
+    def halt(self, states: Tensor, hop_logits: Tensor, attention: Tensor) -> tuple[Tensor, ...]:
+        """The stopping rule: (logits, attention, hops_used, halted, halt_probs); without it,
+        every question takes all K hops."""
+        B, K, A = hop_logits.shape
+        arange_k = torch.arange(K, device=states.device)  # (K,)
+        if not self.stopping:
+            halt_probs = (arange_k == K - 1).float().expand(B, K)  # (B, K)
+            hops_used = torch.full((B,), K, device=states.device)  # (B,)
+            return hop_logits[:, -1], attention, hops_used, torch.zeros_like(hops_used, dtype=torch.bool), halt_probs
+        h_raw = torch.sigmoid(states @ self.halt_w + self.halt_b)  # (B, K) h_k
+        h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (B, K) h_K = 1
+        go_on = torch.cumprod(torch.cat([torch.ones_like(h[:, :1]), 1 - h[:, :-1]], -1), -1)  # (B, K) Π_{j<k}(1-h_j)
+        halt_probs = h * go_on  # (B, K) π_k
+        stop = (h_raw > self.halt_threshold) | (arange_k == K - 1)  # (B, K)
+        hops_used = stop.float().argmax(-1) + 1  # (B,) the first hop that says stop
+        halted = h_raw.gather(1, (hops_used - 1)[:, None])[:, 0] > self.halt_threshold  # (B,)
+        attention = attention * (arange_k < hops_used[:, None])[..., None]  # hops not taken: zeros
+        logits = hop_logits.gather(1, (hops_used - 1)[:, None, None].expand(B, 1, A))[:, 0]  # (B, A)
+        return logits, attention, hops_used, halted, halt_probs
+
+    def loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor,
+             allowed: Tensor) -> Tensor:
+        """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects."""
+        B, K, A = hop_logits.shape
+        if self.stopping:  # the expected loss over the halting distribution, and a cost per extra hop
+            ce = F.cross_entropy(hop_logits.reshape(-1, A), batch.answer[:, None].expand(B, K).reshape(-1),
+                                 ignore_index=-1, reduction="none").view(B, K)  # (B, K) CE(â_k)
+            extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
+            loss = (halt_probs * (ce + self.halt_cost * extra)).sum()
+        else:
+            loss = F.cross_entropy(logits, batch.answer, ignore_index=-1, reduction="sum")
+        if self.attention_supervision > 0:
+            loss = loss + self.attention_supervision * self.supervision(batch, halt_probs, scores, allowed)
+        return loss
+
+    def supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
+        """Cross-entropy of hop k's scores (B, K, M) toward the k-th supporting fact (where that
+        hop may attend to it), and -log π at the number of supporting facts."""
+        n = min(self.hops, batch.support.shape[1])
+        target = batch.support[:, :n]  # (B, n) memory slot of fact k; -1: none or forgotten
+        ok = (target >= 0) & allowed[:, :n].gather(-1, target.clamp(min=0)[..., None])[..., 0]  # (B, n)
+        ce = F.cross_entropy(scores[:, :n].reshape(-1, scores.shape[-1]), target.clamp(min=0).reshape(-1),
+                             reduction="none").view(target.shape)  # (B, n)
+        loss = (ce * ok).sum()
+        if self.stopping:
+            want = (batch.n_support.clamp(1, self.hops) - 1)[:, None]  # (B, 1) the hop the facts need
+            loss = loss - halt_probs.gather(1, want).clamp(min=1e-8).log().sum()
+        return loss
+
+
+def chosen(p: Tensor) -> Tensor:
+    """(B, M) bool: each row's argmax (the first of equals), where it is above 0."""
+    best = p.argmax(-1, keepdim=True)  # (B, 1)
+    return torch.zeros_like(p, dtype=torch.bool).scatter(-1, best, p.gather(-1, best) > 0)

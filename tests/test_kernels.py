@@ -1,0 +1,208 @@
+"""Every kernel against the reference model, on the settings its declaration covers (the
+tests are generated from the declaration), and the trainer's choice between them."""
+import pytest
+import torch
+
+from memnet import babi, config, kernels
+from memnet.config import ConfigError
+from memnet.data import Vocab, encode_samples
+from memnet.evaluation import predict
+from memnet.kernels import ANY, numba_memn2n
+from memnet.models import build_model, init_weights
+from memnet.train import ReferenceTraining, sgd_step, train
+
+from test_model import STORY
+from test_train import quick
+
+KERNELS = [numba_memn2n]
+FIXED = {"model.type", "train.device"}  # the settings every test here has (memn2n, cpu)
+# settings of several switches at once, and of fields declared ANY, beside each value alone
+COMBINATIONS = [
+    {"model.masking": "hard", "model.hops": 4, "model.null_memory": False},
+    {"model.answer_from": "readout", "model.masking": "hard", "model.temporal_zero_init": True},
+    {"model.encoding": "bow", "model.temporal": False},
+    {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout", "model.null_memory": False,
+     "model.halt_cost": 0.5},
+    {"train.attention_supervision": 0.7},
+    {"train.attention_supervision": 0.7, "model.stopping": True, "model.masking": "hard"},
+    {"train.attention_supervision": 0.7, "model.stopping": True, "model.null_memory": False,
+     "model.answer_from": "readout"},
+    {"model.tying": "layerwise", "model.masking": "soft", "model.answer_from": "readout", "model.stopping": True,
+     "train.attention_supervision": 0.7},
+    {"data.memory_size": 4, "model.dim": 3},
+]
+
+
+def declared_settings(kernel) -> list[dict]:
+    """The default, each value of each enumerated field of the declaration alone, and COMBINATIONS."""
+    out = [{}]
+    for key, allowed in kernel.COVERS.items():
+        if allowed is not ANY and key not in FIXED:
+            out += [{key: value} for value in allowed]
+    return out + COMBINATIONS
+
+
+CASES = [(k, s) for k in KERNELS for s in declared_settings(k)]
+IDS = [f"{k.NAME}:{','.join(f'{a}={b}' for a, b in s.items()) or 'default'}" for k, s in CASES]
+
+
+def setup(overrides: dict, seeds: int):
+    """A config (d = 6 unless set), the story's vocabulary and questions, and `seeds` reference models."""
+    cfg = config.load(None, {"model.dim": 6, "data.memory_size": 8, **overrides})
+    samples = list(babi.samples(babi.parse_lines(STORY.splitlines())))
+    vocab = Vocab.build(samples, phrases=True)
+    batch = encode_samples(samples, vocab, memory_size=cfg.data.memory_size)
+    models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(seeds)]
+    assert kernels.uncovered(KERNELS[0].COVERS, cfg) == []
+    return cfg, batch, models
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("kernel,overrides", CASES, ids=IDS)
+def test_a_step_is_the_reference_step(kernel, overrides, linear):
+    # two seeds, each on its own rows and ages; one SGD step with clipping at a norm the
+    # gradients exceed, so the per-seed clipping is exercised too
+    cfg, batch, models = setup(overrides, seeds=2)
+    idx = torch.tensor([[2, 0, 1], [1, 2, 2]])  # (S, B)
+    ages = torch.arange(batch.story.shape[1]).expand(2, 3, -1) + torch.tensor([[[0], [1], [0]], [[2], [0], [1]]])
+    fast = kernel.Training(models, batch, max_grad_norm=0.5)
+    before = [fast.state_dict(s) for s in range(2)]
+    losses = fast.epoch(idx.numpy(), ages.numpy(), 0.05, 3, linear)
+    for s, model in enumerate(models):
+        model.linear = linear
+        rows = batch.index(idx[s])
+        rows.time = ages[s]
+        loss = model(rows).loss
+        loss.backward()
+        sgd_step(model, lr=0.05, max_norm=0.5)
+        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
+        for name, value in model.state_dict().items():
+            changed = not torch.equal(value, before[s][name])
+            assert changed or name == "temporal" and not cfg.model.temporal, name
+            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
+
+
+@pytest.mark.parametrize("linear", [False, True])
+@pytest.mark.parametrize("kernel,overrides", CASES, ids=IDS)
+def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questions):
+    cfg, _, models = setup(overrides, seeds=2)
+    vocab, batch = questions(cfg.data.memory_size)
+    models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(2)]
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # weights away from their start: hops that pick, halting units that stop
+        for model in models:
+            for value in model.parameters():
+                value.add_(0.5 * torch.randn(value.shape, generator=generator))
+            if model.stopping:  # h_1 = 0.5 at the median question: half stop after hop 1
+                h_1 = predict(model, batch).halt_probs[:, 0]
+                model.halt_b.sub_((h_1 / (1 - h_1)).log().median())
+    answers = torch.from_numpy(kernel.Training(models, batch, max_grad_norm=40.0).predict(batch, linear))  # (S, N)
+    for s, model in enumerate(models):
+        model.linear = linear
+        result = predict(model, batch)
+        if model.stopping:
+            assert 0 < (result.hops_used < model.hops).float().mean() < 1  # some questions stop early
+        # the same answers, but where two classes are within rounding (an exact tie: the first, in both)
+        best_two = result.logits.topk(2, -1).values  # (N, 2)
+        margin = best_two[:, 0] - best_two[:, 1]
+        clear = (margin == 0) | (margin > 1e-4)
+        assert clear.float().mean() > 0.95
+        assert torch.equal(answers[s][clear], result.logits.argmax(-1)[clear])
+
+
+@pytest.fixture(scope="module")
+def questions(tiny):
+    """(memory size) -> the vocabulary and questions of the tiny qa1 training file."""
+    samples = list(babi.samples(babi.read_file(tiny / "qa1_train.txt")))
+    vocab = Vocab.build(samples, phrases=True)
+    return lambda memory_size: (vocab, encode_samples(samples, vocab, memory_size=memory_size))
+
+
+@pytest.mark.parametrize("kernel", KERNELS, ids=[k.NAME for k in KERNELS])
+def test_its_accuracy_is_the_reference_accuracy(kernel, questions):
+    cfg, _, _ = setup({"model.stopping": True, "model.masking": "hard"}, seeds=1)
+    vocab, batch = questions(8)
+    models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(3)]
+    fast = kernel.Training(models, batch, max_grad_norm=40.0, threads=2)
+    for epoch in range(3):  # a few epochs in: accuracies apart from chance and from each other
+        order = torch.stack([torch.randperm(len(batch), generator=torch.Generator().manual_seed(s + epoch))
+                             for s in range(3)])
+        fast.epoch(order.numpy(), batch.time[order].numpy(), 0.05, 8, False)
+    accuracy = fast.accuracy(batch)
+    for s, model in enumerate(models):
+        model.load_state_dict(fast.state_dict(s))
+    reference = ReferenceTraining(models, batch, max_grad_norm=40.0).accuracy(batch)
+    assert accuracy.shape == (3,) and len(set(accuracy.tolist())) > 1
+    assert accuracy.tolist() == pytest.approx(reference.tolist(), abs=1.5 / len(batch))
+
+
+def test_the_default_run_is_covered_and_every_setting_is_declared_or_the_loops():
+    for kernel in KERNELS:
+        cfg = config.load(None, {})
+        assert kernels.uncovered(kernel.COVERS, cfg) == []
+        assert kernels.choose(cfg)[0] is kernel
+        for key in kernel.COVERS:  # a declaration names real fields
+            assert key in kernels.settings(cfg), key
+
+
+@pytest.mark.parametrize("overrides,outside", [
+    ({"model.type": "transformer"}, "model.type=transformer"),
+    ({"train.device": "cuda"}, "train.device=cuda"),
+    ({"train.backend": "torch"}, None),
+])
+def test_a_setting_outside_the_declaration_falls_back_to_the_reference(overrides, outside):
+    cfg = config.load(None, overrides)
+    kernel, why = kernels.choose(cfg)
+    assert kernel is None
+    assert (outside in why) if outside else why == "train.backend is torch"
+
+
+def test_an_undeclared_switch_falls_back(monkeypatch):
+    # a switch added to the config without a declaration (here: masking taken out of it)
+    covers = {k: v for k, v in numba_memn2n.COVERS.items() if k != "model.masking"}
+    monkeypatch.setattr(numba_memn2n, "COVERS", covers)
+    kernel, why = kernels.choose(config.load(None, {}))
+    assert kernel is None and why == "the numba kernel does not cover model.masking=off"
+    narrowed = {**numba_memn2n.COVERS, "model.masking": ("off", "hard")}
+    monkeypatch.setattr(numba_memn2n, "COVERS", narrowed)
+    assert kernels.choose(config.load(None, {}))[0] is numba_memn2n
+    assert kernels.choose(config.load(None, {"model.masking": "soft"}))[0] is None
+
+
+@pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"},
+                                   {"train.attention_supervision": 1.0, "model.stopping": True},
+                                   {"model.tying": "layerwise", "model.masking": "soft"}])
+def test_training_on_the_kernel_is_training_the_reference(tiny, model):
+    # the whole trainer, linear start included: the same seeds, data order and noise give
+    # the same weights (to float rounding) and the same accuracy
+    overrides = {"train.epochs": 3, "train.linear_start_epochs": 2, "train.restarts": 2, "train.eval_every": 5, **model}
+    results = {backend: train(quick(tiny, **overrides, **{"train.backend": backend}), progress=False)
+               for backend in ("numba", "torch")}
+    assert results["numba"]["training_path"] == "numba"
+    assert results["numba"]["valid_accuracy_per_seed"] == results["torch"]["valid_accuracy_per_seed"]
+    numba_state, torch_state = (results[b]["model"].state_dict() for b in ("numba", "torch"))
+    for name in torch_state:
+        assert torch.allclose(numba_state[name], torch_state[name], atol=1e-4), name
+
+
+def test_seeds_in_parallel_are_the_seeds_one_after_another(tiny):
+    runs = [train(quick(tiny, **{"train.epochs": 2, "train.restarts": 3, "train.threads": threads}), progress=False)
+            for threads in (1, 2)]
+    assert runs[0]["valid_accuracy_per_seed"] == runs[1]["valid_accuracy_per_seed"]
+    for name, value in runs[0]["model"].state_dict().items():
+        assert torch.equal(value, runs[1]["model"].state_dict()[name]), name
+
+
+def test_insisting_on_a_kernel_where_it_does_not_apply_fails_clearly(tiny):
+    with pytest.raises(ConfigError, match="train.backend: the numba kernel does not cover model.type=transformer"):
+        train(quick(tiny, **{"train.backend": "numba", "model.type": "transformer"}), progress=False)
+    with pytest.raises(ConfigError, match="train.backend: expected one of auto, numba, torch"):
+        config.load(None, {"train.backend": "numpy"})
+
+
+def test_a_run_says_which_path_it_trains_on_and_why(tiny, capsys):
+    train(quick(tiny, **{"model.type": "transformer", "train.epochs": 1}), progress=False)
+    out = capsys.readouterr().out
+    assert "training on the reference model (torch autograd): the numba kernel does not cover model.type=transformer" in out
+    train(quick(tiny, **{"train.epochs": 1}), progress=False)
+    assert "training on the numba kernel: its declaration covers every setting of this run" in capsys.readouterr().out
