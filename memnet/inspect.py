@@ -61,6 +61,7 @@ class Table:
     step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
+    declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
 
     @property
     def reads_nothing(self) -> bool:
@@ -196,9 +197,10 @@ def _cell(table: Table, hop: int, row: int) -> tuple[str, str]:
 def _summary_lines(table: Table) -> list[str]:
     gold = table.answer if table.answer is not None else "(none given)"
     verdict = {True: "  correct", False: "  WRONG", None: ""}[table.correct]
-    lines = [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
-             f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
-             "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
+    lines = [f"cannot answer: {table.declined}; its best guess:"] if table.declined else []
+    lines += [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
+              f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
+              "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
     if table.forgotten:
         lines.append(f"({table.forgotten} older sentence(s) fell out of the {len(table.memories)}-slot memory)")
     return lines
@@ -223,8 +225,9 @@ def render_text(table: Table, color: bool = False) -> str:
     if table.reads_nothing:
         out.append(f"{'':>{id_w}}  {'(nothing)':<{text_w}}      " + "".join(f"  {f' {w:.2f} ':>7}" for w in table.nothing))
     summary = _summary_lines(table)
+    answer = 1 if table.declined else 0  # the line that names the answer
     if table.correct is not None:
-        summary[0] = paint(summary[0], "good" if table.correct else "bad")
+        summary[answer] = paint(summary[answer], "good" if table.correct else "bad")
     out += summary
     if table.heads:
         out += ["per head (the columns above average them):",
@@ -244,10 +247,11 @@ def _md_escape(text: str) -> str:
 def render_markdown(table: Table) -> str:
     gold = table.answer if table.answer is not None else "none given"
     verdict = {True: " ✓", False: " ✗", None: ""}[table.correct]
-    out = [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
-           f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
-           "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
-           "| --- |" + " ---: |" * table.hops_used]
+    out = [f"cannot answer: {_md_escape(table.declined)}; its best guess:", ""] if table.declined else []
+    out += [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
+            f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
+            "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
+            "| --- |" + " ---: |" * table.hops_used]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold_mark = f" *(gold {table.gold(row)})*" if table.gold(row) else ""
         cells = []
@@ -279,6 +283,7 @@ def to_dict(table: Table) -> dict:
         "prediction": table.prediction,
         "probability": table.probability,
         "correct": table.correct,
+        "cannot_answer": table.declined or None,
         "step": table.step,
         "hops_used": table.hops_used,
         "max_hops": table.max_hops,
