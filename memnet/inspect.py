@@ -337,19 +337,22 @@ def use_color(stream=sys.stdout) -> bool:
     return hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
 
 
-def heatmap(table: Table, path: str | os.PathLike) -> None:
+def heatmap(table: Table, path: str | os.PathLike):
     """A png heatmap: rows are sentences, columns hops, the weight printed in each cell, the
-    chosen cell boxed, gold facts marked in the row label."""
+    chosen cell boxed, gold facts marked in the row label; a colour bar for the weights and a
+    legend for the marks. Returns the (closed) matplotlib Figure."""
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     weights = torch.tensor(table.attention).T.numpy()  # (memories, hops)
     rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
     label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick font size
-    fig, ax = plt.subplots(figsize=(1.5 + label_width + 1.1 * table.hops_used, 1.3 + 0.38 * len(rows)))
-    ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    fig, ax = plt.subplots(figsize=(2.6 + label_width + 1.1 * table.hops_used, 2.4 + 0.38 * len(rows)))
+    image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    fig.colorbar(image, ax=ax, label="attention weight", fraction=0.08, pad=0.03)
     for r in range(len(rows)):
         for k in range(table.hops_used):
             w = weights[r, k]
@@ -364,8 +367,15 @@ def heatmap(table: Table, path: str | os.PathLike) -> None:
     gold = table.answer if table.answer is not None else "?"
     ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
                  fontsize=10, pad=8, loc="left")
+    marks = [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor="#d62728", linestyle="none",
+                    label=f"chosen memory: the {table.step}'s argmax"),
+             Line2D([], [], linestyle="none", label="~0.00: masked, chosen by an earlier hop"),
+             Line2D([], [], linestyle="none", label="[gold k]: the k-th supporting fact, in reasoning order"),
+             Line2D([], [], linestyle="none", label=f"→ answer: the answer had it stopped after that {table.step}")]
+    ax.legend(handles=marks, loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8, frameon=False, handlelength=1)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 

@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
     _common(p)
     p.add_argument("--out", required=True, help="HTML file to write")
-    p.add_argument("--limit", type=int, help="attention tables of at most this many questions (default: all)")
+    p.add_argument("--limit", type=int, help="attention tables of the first LIMIT questions and of every wrong answer "
+                                             "(default: all questions)")
     p.set_defaults(func=cmd_report)
 
     p = subparsers.add_parser("ask", help="type a story and a question; the model answers and shows its attention")
@@ -153,7 +154,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not questions:
         raise MemnetError(f"{folder}: no {args.split} questions for task {task}")
     html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
-                        limit=args.limit)
+                        limit=args.limit, task=task)
     report.write(args.out, html)
     print(f"wrote {args.out}")
     return 0
