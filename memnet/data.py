@@ -38,18 +38,22 @@ import torch
 from memnet import babi
 from memnet.babi import CHAIN, Sample, tokenize
 from memnet.errors import MemnetError
+from memnet.forms import question_forms
 
 PAD, UNK = "<pad>", "<unk>"
 
 
 class Vocab:
-    """Words (itos/stoi, id 0 = padding, 1 = unknown) and answer classes (answer strings)."""
+    """Words (itos/stoi, id 0 = padding, 1 = unknown), answer classes (answer strings) and the
+    forms of the training questions (memnet.forms: what the model can be asked)."""
 
-    def __init__(self, itos: Sequence[str], answers: Sequence[str]):
+    def __init__(self, itos: Sequence[str], answers: Sequence[str], forms: Sequence[str] | None = None):
         self.itos = list(itos)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         self.answers = list(answers)
         self.answer_index = {a: i for i, a in enumerate(self.answers)}
+        # the training questions' forms (memnet.forms); None in checkpoints written before them
+        self.forms = None if forms is None else list(forms)
 
     @classmethod
     def build(cls, samples: Iterable[Sample], every_word: bool = False, phrases: bool = False) -> Vocab:
@@ -58,15 +62,17 @@ class Vocab:
         `phrases`, an answer of several words ('n,e') is one more vocabulary word, so its class
         has its own row of W (as in the paper's code) instead of the sum of its words' rows, which
         cannot tell 'n,e' from 'e,n'; a story never contains it."""
-        words, answers = set(), set()
+        words, answers, questions = set(), set(), []
         for s in samples:
+            questions.append(s.question.text)
             for line in (*s.facts, s.question):
                 words.update(tokenize(line.text))
             answer = normalize_answer(s.question.answer)
             answers.add(answer)
             words.update(answer.split(","))  # answer words are vocabulary words: W is tied to C^K
         multi = {a for a in answers if "," in a} if phrases else set()
-        return cls([PAD, UNK, *sorted(words | multi)], sorted(answers | words if every_word else answers))
+        return cls([PAD, UNK, *sorted(words | multi)], sorted(answers | words if every_word else answers),
+                   question_forms(questions))
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -89,11 +95,12 @@ class Vocab:
         return [[self.stoi[a]] if a in self.stoi else [self.stoi.get(w, 1) for w in a.split(",")] for a in self.answers]
 
     def to_dict(self) -> dict:
-        return {"itos": self.itos, "answers": self.answers}
+        forms = {} if self.forms is None else {"question_forms": self.forms}
+        return {"itos": self.itos, "answers": self.answers, **forms}
 
     @classmethod
     def from_dict(cls, d: dict) -> Vocab:
-        return cls(d["itos"], d["answers"])
+        return cls(d["itos"], d["answers"], d.get("question_forms"))
 
 
 def normalize_answer(answer: str) -> str:
@@ -241,3 +248,8 @@ def encode_tasks(samples_by_task: dict, vocab: Vocab, memory_size: int) -> Batch
     """One Batch of every task's samples (None when there are none)."""
     parts = [encode_samples(s, vocab, memory_size, task=t) for t, s in samples_by_task.items() if s]
     return concat(parts) if parts else None
+
+
+def task_name(number: int) -> str:
+    """The task's name in tables and JSON: 'chain' for 0 (see `task_number`), else the number."""
+    return CHAIN if number == 0 else str(number)

@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from memnet.data import Batch
+from memnet.data import Batch, task_name
 from memnet.models import Result
 
 
@@ -81,7 +81,7 @@ def metrics(result: Result, batch: Batch) -> dict[str, Any]:
         }
 
     out = summary(torch.ones_like(correct))
-    out["tasks"] = {str(task): summary(batch.task == task) for task in batch.task.unique().tolist()}
+    out["tasks"] = {task_name(task): summary(batch.task == task) for task in batch.task.unique().tolist()}
     return out
 
 

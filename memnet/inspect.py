@@ -62,6 +62,7 @@ class Table:
     step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
+    declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
 
     @property
     def reads_nothing(self) -> bool:
@@ -197,9 +198,10 @@ def _cell(table: Table, hop: int, row: int) -> tuple[str, str]:
 def _summary_lines(table: Table) -> list[str]:
     gold = table.answer if table.answer is not None else "(none given)"
     verdict = {True: "  correct", False: "  WRONG", None: ""}[table.correct]
-    lines = [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
-             f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
-             "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
+    lines = [f"cannot answer: {table.declined}; its best guess:"] if table.declined else []
+    lines += [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
+              f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
+              "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
     if table.forgotten:
         lines.append(f"({table.forgotten} older sentence(s) fell out of the {len(table.memories)}-slot memory)")
     return lines
@@ -224,8 +226,9 @@ def render_text(table: Table, color: bool = False) -> str:
     if table.reads_nothing:
         out.append(f"{'':>{id_w}}  {'(nothing)':<{text_w}}      " + "".join(f"  {f' {w:.2f} ':>7}" for w in table.nothing))
     summary = _summary_lines(table)
+    answer = 1 if table.declined else 0  # the line that names the answer
     if table.correct is not None:
-        summary[0] = paint(summary[0], "good" if table.correct else "bad")
+        summary[answer] = paint(summary[answer], "good" if table.correct else "bad")
     out += summary
     if table.heads:
         out += ["per head (the columns above average them):",
@@ -245,10 +248,11 @@ def _md_escape(text: str) -> str:
 def render_markdown(table: Table) -> str:
     gold = table.answer if table.answer is not None else "none given"
     verdict = {True: " ✓", False: " ✗", None: ""}[table.correct]
-    out = [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
-           f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
-           "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
-           "| --- |" + " ---: |" * table.hops_used]
+    out = [f"cannot answer: {_md_escape(table.declined)}; its best guess:", ""] if table.declined else []
+    out += [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
+            f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
+            "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
+            "| --- |" + " ---: |" * table.hops_used]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold_mark = f" *(gold {table.gold(row)})*" if table.gold(row) else ""
         cells = []
@@ -280,6 +284,7 @@ def to_dict(table: Table) -> dict:
         "prediction": table.prediction,
         "probability": table.probability,
         "correct": table.correct,
+        "cannot_answer": table.declined or None,
         "step": table.step,
         "hops_used": table.hops_used,
         "max_hops": table.max_hops,
@@ -333,19 +338,22 @@ def use_color(stream=sys.stdout) -> bool:
     return hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
 
 
-def heatmap(table: Table, path: str | os.PathLike) -> None:
+def heatmap(table: Table, path: str | os.PathLike):
     """A png heatmap: rows are sentences, columns hops, the weight printed in each cell, the
-    chosen cell boxed, gold facts marked in the row label."""
+    chosen cell boxed, gold facts marked in the row label; a colour bar for the weights and a
+    legend for the marks. Returns the (closed) matplotlib Figure."""
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     weights = torch.tensor(table.attention).T.numpy()  # (memories, hops)
     rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
     label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick font size
-    fig, ax = plt.subplots(figsize=(1.5 + label_width + 1.1 * table.hops_used, 1.3 + 0.38 * len(rows)))
-    ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    fig, ax = plt.subplots(figsize=(2.6 + label_width + 1.1 * table.hops_used, 2.4 + 0.38 * len(rows)))
+    image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+    fig.colorbar(image, ax=ax, label="attention weight", fraction=0.08, pad=0.03)
     for r in range(len(rows)):
         for k in range(table.hops_used):
             w = weights[r, k]
@@ -360,8 +368,15 @@ def heatmap(table: Table, path: str | os.PathLike) -> None:
     gold = table.answer if table.answer is not None else "?"
     ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
                  fontsize=10, pad=8, loc="left")
+    marks = [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor="#d62728", linestyle="none",
+                    label=f"chosen memory: the {table.step}'s argmax"),
+             Line2D([], [], linestyle="none", label="~0.00: masked, chosen by an earlier hop"),
+             Line2D([], [], linestyle="none", label="[gold k]: the k-th supporting fact, in reasoning order"),
+             Line2D([], [], linestyle="none", label=f"→ answer: the answer had it stopped after that {table.step}")]
+    ax.legend(handles=marks, loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8, frameon=False, handlelength=1)
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+    return fig
 

@@ -1,5 +1,8 @@
 """A self-contained HTML report of a trained model on one split: the run's metrics, then every
 question's attention table as coloured cells, with a checkbox that shows only wrong answers.
+Questions whose story allows several answers (the solver of `memnet check` finds them among
+the official files) carry a flag beside the gold answer; a prediction that the story allows
+counts as ambiguous there, not wrong.
 
 One file, no network and no external assets (inline CSS and a few lines of inline JS), so it
 can be mailed, archived or opened offline.
@@ -13,7 +16,8 @@ from typing import Any, Sequence
 
 import torch
 
-from memnet.babi import Sample, atomic_write
+from memnet import solver
+from memnet.babi import Sample, Task, atomic_write
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples
 from memnet.inspect import Table, inspect_samples
@@ -35,11 +39,13 @@ td.masked { text-decoration: line-through; color: #888; }
 td.gold { color: #0a7d8c; font-weight: 600; text-align: center; }
 .bar { display: inline-block; height: .8em; background: #1f77b4; vertical-align: middle; }
 .question { margin: 1em 0 1.4em; padding-left: .8em; border-left: 4px solid #2ca02c; }
-.question.wrong { border-left-color: #d62728; }
+.question.wrong { border-left-color: #d62728; } .question.ambiguous { border-left-color: #e0a000; }
+.flag { color: #a06800; font-weight: 600; }
 .question h3 { font-size: 1em; margin: 0 0 .2em; }
 .verdict.wrong { color: #d62728; font-weight: 700; } .verdict.right { color: #2ca02c; font-weight: 700; }
+.verdict.ambiguous { color: #a06800; font-weight: 700; }
 .hops { color: #555; font-size: .92em; }
-body.wrong-only .question.right { display: none; }
+body.wrong-only .question.right, body.wrong-only .question.ambiguous { display: none; }
 #filter { position: sticky; top: 0; background: #fff; padding: .4em 0; border-bottom: 1px solid #eee; }
 """
 
@@ -72,9 +78,20 @@ def _metrics_html(m: dict[str, Any], hops_used: Counter, max_hops: int) -> str:
     return "\n".join(out)
 
 
-def _table_html(t: Table) -> str:
-    verdict = "right" if t.correct else "wrong"
+def _verdict(t: Table, allowed: list[str]) -> str:
+    """right, wrong, or ambiguous: the gold answer is one of several the story allows, and the
+    prediction another."""
+    if t.correct:
+        return "right"
+    return "ambiguous" if len(allowed) > 1 and t.prediction in allowed else "wrong"
+
+
+def _table_html(t: Table, allowed: list[str]) -> str:
+    verdict = _verdict(t, allowed)
     gold = escape(t.answer) if t.answer is not None else "none given"
+    if len(allowed) > 1:
+        gold += (f' <span class="flag" title="memnet check: the story allows several answers">'
+                 f'⚑ ambiguous: the story allows {escape(" or ".join(allowed))}</span>')
     head = "".join(f"<th>{t.step} {k + 1}</th>" for k in range(t.hops_used))
     rows = []
     for r, (line_id, sentence) in enumerate(t.memories):
@@ -89,23 +106,35 @@ def _table_html(t: Table) -> str:
     hop_answers = ", ".join(f"{t.step} {k + 1} → {escape(a)} ({p:.2f})" for k, (a, p) in enumerate(t.hop_answers))
     return (f'<section class="question {verdict}">\n<h3>{escape(t.label)}: {escape(t.question)}</h3>\n'
             f'<div>predicted <b>{escape(t.prediction)}</b> ({t.probability:.2f}), gold <b>{gold}</b> '
-            f'<span class="verdict {verdict}">{"✓" if t.correct else "✗"}</span> · {t.hops_used} of {t.max_hops} {t.step}s '
+            f'<span class="verdict {verdict}">{_MARK[verdict]}</span> · {t.hops_used} of {t.max_hops} {t.step}s '
             f'({escape(t.stop_reason)})</div>\n'
             f'<table class="attention"><tr><th>id</th><th>sentence</th><th>gold</th>{head}</tr>\n' + "\n".join(rows)
             + f'</table>\n<div class="hops">had it stopped after: {hop_answers}</div>\n</section>')
 
 
+_MARK = {"right": "✓", "wrong": "✗", "ambiguous": "≈ the story allows this answer too"}
+
+
 def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence[Sample], *, title: str,
-          limit: int | None = None) -> str:
+          limit: int | None = None, task: Task | None = None) -> str:
     """The whole page. Metrics cover every question (the trainer's evaluate); tables the
-    first `limit` (all by default)."""
+    first `limit` (all by default) and every wrong answer after them. With `task`, the
+    solver flags the questions whose story allows several answers."""
     m = evaluate(model, encode_samples(questions, vocab, cfg.data.memory_size))
-    shown = questions[:limit] if limit is not None else questions
-    tables = inspect_samples(model, vocab, cfg, shown, [f"#{i}" for i in range(len(shown))])
+    tables = inspect_samples(model, vocab, cfg, questions, [f"#{i}" for i in range(len(questions))])
+    allowed = [solver.answers(task, q.facts, q.question.text) if task is not None else [] for q in questions]
+    verdicts = [_verdict(t, a) for t, a in zip(tables, allowed)]
+    first = len(questions) if limit is None else limit
+    shown = [i for i, v in enumerate(verdicts) if i < first or v == "wrong"]
+    hidden = len(questions) - len(shown)
+    note = (f"<p class=\"sub\">Showing the first {first} questions and every wrong answer after them; "
+            f"{hidden} right or ambiguous answers are not shown (run without --limit to see them).</p>") if hidden else ""
     hops_used = Counter()  # over every question, from the metrics' (facts -> hops used) counts
     for counts in m["hops_by_facts"].values():
         hops_used.update({int(h): n for h, n in counts.items()})
-    wrong = sum(t.correct is False for t in tables)
+    wrong, ambiguous = verdicts.count("wrong"), sum(len(a) > 1 for a in allowed)
+    flagged = (f"; ambiguous (⚑): {ambiguous}, of which {verdicts.count('ambiguous')} answered with another answer "
+               "the story allows") if ambiguous else ""
     mc = cfg.model
     setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
                f"masking {mc.masking}")
@@ -117,10 +146,11 @@ def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence
 <p class="sub">{escape(title)}<br>{escape(setting)}</p>
 {_metrics_html(m, hops_used, mc.hops)}
 <h2>Attention, question by question</h2>
-<div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)})</label></div>
+<div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)}{flagged})</label></div>
+{note}
 <p class="sub">Darker cells carry more attention; the outlined cell is the hop's chosen memory (argmax); struck-through
 cells were masked because an earlier hop chose them; the gold column is the supporting facts' reasoning order.</p>
-{chr(10).join(_table_html(t) for t in tables)}
+{chr(10).join(_table_html(tables[i], allowed[i]) for i in shown)}
 <script>{_JS}</script>
 </body></html>
 """

@@ -16,7 +16,7 @@ from memnet import babi, checkpoint
 from memnet.cli import build_parser, main
 from memnet.data import encode_samples
 
-SEED_STORY = "1 Brian is a frog.\n2 Lily is gray.\n3 Brian is yellow.\n4 Julius is green.\n5 Greg is a frog.\n6 What colour is Greg?\n"
+SEED_STORY = "1 Brian is a frog.\n2 Lily is purple.\n3 Brian is yellow.\n4 Julius is green.\n5 Greg is a frog.\n6 What color is Greg?\n"
 
 
 def run(capsys, *argv):
@@ -138,8 +138,8 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
     story.write_text(SEED_STORY)
     code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", story)
     assert code == 0
-    assert "warning: the model never saw 'colour'; ignored" in err
-    assert "Q: What colour is Greg?" in out and "gold: (none given)" in out
+    assert "warning: the model never saw 'purple'; ignored" in err
+    assert "Q: What color is Greg?" in out and "gold: (none given)" in out
     assert all(f"{i}  " in out for i in range(1, 6))
     with_answer = tmp_path / "answered.txt"
     with_answer.write_text(SEED_STORY.replace("Greg?", "Greg?\tyellow\t5 1 3"))
@@ -221,20 +221,38 @@ def test_report(capsys, inspect_run, tmp_path):
                      "--out", out, "--limit", 5)
     page = _Page()
     page.feed(out.read_text())
-    assert code == 0 and page.tables.count("attention") == 5
+    later_wrong = sum(not t["correct"] for t in everything[5:])
+    assert later_wrong, "the tiny model should get some question after the fifth wrong"
+    assert code == 0 and page.tables.count("attention") == 5 + later_wrong  # the first 5, then every wrong answer
+    hidden = len(everything) - 5 - later_wrong
+    assert (f"Showing the first 5 questions and every wrong answer after them; {hidden} right or ambiguous answers "
+            "are not shown (run without --limit to see them).") in " ".join(page.text)
 
 
-def test_ask_from_stdin(capsys, inspect_run, monkeypatch):
-    typed = ("Brian is a frog.\nLily is gray.\nBrian is yellow.\nJulius is green.\nGreg is a frog.\n"
-             "What colour is Greg?\nreset\nWhat color is Greg?\nBrian is a frog.\nXyzzy plugh?\n")
-    monkeypatch.setattr("sys.stdin", io.StringIO(typed))
-    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"])
-    assert code == 0
-    assert "warning: the model never saw 'colour'; ignored" in err and "'xyzzy', 'plugh'" in err
-    assert out.count("Q: What colour is Greg?") == 1 and "5  Greg is a frog." in out
-    assert "(new story)" in out
-    assert "cannot answer: the story has no sentences before the question" in out
-    assert "cannot answer: the question 'Xyzzy plugh?' has no word the model knows" in out
+def test_report_flags_ambiguous_questions(capsys, inspect_run, tmp_path):
+    frogs = [babi.Line(i + 1, text) for i, text in enumerate(
+        ["Lily is a frog.", "Lily is green.", "Brian is a frog.", "Brian is yellow.", "Julius is a frog.",
+         "Julius is white.", "Bernhard is a frog.", "Bernhard is gray.", "Greg is a frog."])]
+    story = tmp_path / "story.txt"
+    story.write_text("".join(f"{line.id} {line.text}\n" for line in frogs) + "10 What color is Greg?\n")
+    code, out, _ = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--story", story, "--format", "json",
+                       "--min-probability", 0)
+    predicted = json.loads(out)["prediction"]
+    gold = next(c for c in ("gray", "green", "white", "yellow") if c != predicted)  # the file's pick: another one
+    plain = [babi.Line(1, "Brian is a frog."), babi.Line(2, "Brian is yellow."), babi.Line(3, "Greg is a frog.")]
+    data = tmp_path / "data"
+    babi.write_file(data / babi.task_filename(16, "test"), [
+        babi.Story([*frogs, babi.Line(10, "What color is Greg?", gold, (9, 1, 2))]),
+        babi.Story([*plain, babi.Line(4, "What color is Greg?", "yellow", (3, 1, 2))])])
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
+    assert code == 0, err
+    page = _Page()
+    page.feed(out.read_text())
+    text = " ".join(page.text)
+    assert page.sections[0] == "question ambiguous"  # the prediction is one of the answers the story allows
+    assert text.count("⚑ ambiguous: the story allows gray or green or white or yellow") == 1
+    assert "of 2; ambiguous (⚑): 1, of which 1 answered with another answer the story allows)" in text
 
 
 def test_ask_story_file(capsys, inspect_run, tmp_path):
@@ -242,7 +260,7 @@ def test_ask_story_file(capsys, inspect_run, tmp_path):
     story.write_text(SEED_STORY)
     code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--story", story, "--format", "json")
     table = json.loads(out)
-    assert code == 0 and table["question"] == "What colour is Greg?" and len(table["memories"]) == 5
+    assert code == 0 and table["question"] == "What color is Greg?" and len(table["memories"]) == 5
 
 
 def test_every_flag_has_help():
@@ -287,3 +305,57 @@ def test_the_command_line_offers_every_format_the_library_renders():
     from memnet.cli.inspection import FORMATS
 
     assert FORMATS == inspect.FORMATS
+
+
+def test_png_has_a_colour_bar_and_a_legend_for_its_marks(inspect_run, tmp_path):
+    from memnet import inspect
+
+    model, cfg, vocab, _ = checkpoint.load(inspect_run["checkpoint"])
+    table = inspect.inspect_samples(model, vocab, cfg, inspect.load_samples(inspect_run["data"], 16, "test")[:1])[0]
+    heat, bar = inspect.heatmap(table, tmp_path / "a.png").axes
+    assert bar.get_ylabel() == "attention weight" and bar.get_ylim() == (0.0, 1.0)
+    legend = [t.get_text() for t in heat.get_legend().get_texts()]
+    assert [entry.split(":")[0] for entry in legend] == ["chosen memory", "~0.00", "[gold k]", "→ answer"]
+
+
+def test_eval_reads_the_models_data_from_anywhere_and_takes_a_run_folder(capsys, inspect_run, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "eval", "--checkpoint", inspect_run["checkpoint"].parent, "--json")
+    n_test = len(list(babi.samples(babi.load_split(inspect_run["data"], 16, "test"))))
+    assert code == 0, err
+    assert json.loads(out)["n"] == n_test and list(json.loads(out)["tasks"]) == ["16"]
+
+
+def test_eval_names_the_chain_family(capsys, inspect_run, tmp_path):
+    from memnet import generator
+
+    generator.write_dataset(tmp_path / "chain", "chain", train=20, test=20, seed=0)
+    argv = ["eval", "--checkpoint", inspect_run["checkpoint"], "--data", tmp_path / "chain", "--task", "chain"]
+    code, out, _ = run(capsys, *argv, "--json")
+    assert code == 0 and list(json.loads(out)["tasks"]) == ["chain"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[1:3]] == ["chain", "all"]
+    assert out.splitlines()[-1].split()[0] == "chain"  # the hops table
+
+
+@pytest.mark.parametrize("command", [["eval"], ["inspect"], ["report", "--out", "r.html"]])
+def test_an_old_relative_data_path_is_named(capsys, inspect_run, monkeypatch, tmp_path, command):
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    payload["config"]["data"]["dir"] = "data"  # as runs stored --data before it was made absolute
+    checkpoint.write(tmp_path / "old.pt", {k: v for k, v in payload.items() if k != "format"})
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, command[0], "--checkpoint", "old.pt", *command[1:])
+    assert code == 2 and out == "" and err == (
+        f"memnet {command[0]}: error: old.pt: the model's data folder 'data' (a path relative to wherever the model "
+        "was trained) is not a folder here: give --data DIR\n")
+
+
+def test_train_stores_the_data_folder_absolute(capsys, monkeypatch, tmp_path):
+    from memnet import generator
+
+    monkeypatch.chdir(tmp_path)
+    generator.write_dataset("data", 16, train=30, test=10, seed=0)
+    code, _, err = run(capsys, "train", "--data", "data", "--task", "16", "--out", "run", "--quiet", "--train.epochs", 1,
+                       "--train.eval_every", 1, "--train.restarts", 1, "--train.linear_start_epochs", 0, "--train.threads", 1)
+    assert code == 0, err
+    assert checkpoint.read(tmp_path / "run" / "model.pt")["config"]["data"]["dir"] == str((tmp_path / "data").resolve())

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from memnet.babi import SPLITS, parse_tasks
+from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.errors import MemnetError
 
 if TYPE_CHECKING:
@@ -15,10 +16,11 @@ if TYPE_CHECKING:
 # The commands import the modules they run (memnet.inspect, checkpoint, report, ask): those
 # load torch, which `memnet --help` and the data commands need not wait for.
 FORMATS = ("text", "markdown", "json", "csv", "png")  # memnet.inspect.FORMATS (a test keeps them equal)
+MIN_PROBABILITY = 0.5  # memnet.ask.MIN_PROBABILITY (a test keeps them equal)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--checkpoint", required=True, help="a trained model (RUN/model.pt)")
+    p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
     p.add_argument("--task", help="task number or 'chain' (default: the model's task when it has one)")
     p.add_argument("--split", default="test", choices=SPLITS, help="split to read questions from (default: test)")
@@ -29,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _common(p)
     p.add_argument("--index", type=int, default=0, help="question number in the split, from 0 (default: 0)")
     p.add_argument("--story", help="a story file in bAbI format ending in one question (answer optional); "
-                                   "replaces --data/--index")
+                                   "replaces --data/--index; a question the model cannot answer is declined")
     p.add_argument("--all", action="store_true", help="walk the split's questions instead of one")
     p.add_argument("--limit", type=int, help="with --all: show at most this many questions")
     p.add_argument("--wrong-only", action="store_true", help="with --all: only questions answered wrongly")
@@ -40,21 +42,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
     p.add_argument("--heads", action="store_true",
                    help="transformer models: also the question's attention per layer and head (text, markdown, json)")
+    _min_probability(p, "with --story: ")
     p.set_defaults(func=cmd_inspect)
 
     p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
     _common(p)
     p.add_argument("--out", required=True, help="HTML file to write")
-    p.add_argument("--limit", type=int, help="attention tables of at most this many questions (default: all)")
+    p.add_argument("--limit", type=int, help="attention tables of the first LIMIT questions and of every wrong answer "
+                                             "(default: all questions)")
     p.set_defaults(func=cmd_report)
 
-    p = subparsers.add_parser("ask", help="type a story and a question; the model answers and shows its attention")
-    p.add_argument("--checkpoint", required=True, help="a trained model (RUN/model.pt)")
+    p = subparsers.add_parser(
+        "ask", help="type a story and a question; the model answers and shows its attention",
+        description="Type story sentences one per line, then a question ending in '?' (line editing and history on "
+                    "a terminal). The model says 'cannot answer', with the reason, to a question of a form it was "
+                    "never asked in training, to a story or question with no word it knows, and when its answer's "
+                    "probability is under --min-probability; it lists the forms it knows when it starts.")
+    p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--story", help="answer the question at the end of this story file (bAbI format) and exit")
     p.add_argument("--format", default="text", choices=("text", "markdown", "json"), help="table format (default: text)")
     p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
                    help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    _min_probability(p)
     p.set_defaults(func=cmd_ask)
+
+
+def _min_probability(p: argparse.ArgumentParser, when: str = "") -> None:
+    p.add_argument("--min-probability", type=float, default=MIN_PROBABILITY, metavar="P",
+                   help=f"{when}say 'cannot answer' when the model gives its answer a probability under P "
+                        f"(default: {MIN_PROBABILITY}); 0 always answers")
 
 
 def _task(spec: str | None, cfg) -> int | str:
@@ -69,9 +85,7 @@ def _task(spec: str | None, cfg) -> int | str:
 
 
 def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
-    folder = args.data or cfg.data.dir
-    if not folder:
-        raise MemnetError("no data folder: give --data DIR")
+    folder = data_folder(args.data, cfg.data.dir, args.checkpoint)
     from memnet.inspect import load_samples
 
     task = _task(args.task, cfg)
@@ -104,12 +118,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         raise MemnetError("--format png needs --out FILE")
     if args.format == "png" and args.all:
         raise MemnetError("--format png draws one question; drop --all")
-    from memnet import checkpoint, inspect
+    from memnet import ask, checkpoint, inspect
 
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     if args.story:
-        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)], [Path(args.story).name],
-                                         heads=args.heads)
+        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
+                             min_probability=args.min_probability, heads=args.heads)]
     else:
         _, _, questions = _questions(args, cfg)
         if args.all:
@@ -145,7 +159,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if not questions:
         raise MemnetError(f"{folder}: no {args.split} questions for task {task}")
     html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
-                        limit=args.limit)
+                        limit=args.limit, task=task)
     report.write(args.out, html)
     print(f"wrote {args.out}")
     return 0
@@ -157,10 +171,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     color = _color(args, sys.stdout)
     if args.story:
-        tables = inspect.inspect_samples(model, vocab, cfg, [inspect.read_story(args.story)])
+        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability)]
         _warn(tables)
         sys.stdout.write(inspect.render(tables, args.format, color=color))
         return 0
     ask.session(model, vocab, cfg, sys.stdin, sys.stdout, fmt=args.format, color=color,
-                prompt=sys.stdin.isatty())
+                prompt=sys.stdin.isatty(), min_probability=args.min_probability)
     return 0

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from memnet import babi, config
+from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.config import ConfigError
 from memnet.errors import MemnetError
 
@@ -36,8 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used",
                               description="Evaluate a checkpoint on a bAbI folder, overall and per task.")
-    p.add_argument("--checkpoint", required=True, help="model file written by memnet train (RUN/model.pt)")
-    p.add_argument("--data", required=True, help="folder of bAbI files")
+    p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
+    p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
     p.add_argument("--task", help="task spec (default: the tasks the model was trained on)")
     p.add_argument("--split", default="test", choices=babi.SPLITS, help="split to evaluate (default: test)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -96,8 +97,8 @@ def run_train(args: argparse.Namespace) -> int:
     from memnet.train import train  # torch loads only for commands that need it
 
     overrides = {k.removeprefix("override:"): v for k, v in vars(args).items() if k.startswith("override:")}
-    if args.data is not None:
-        overrides["data.dir"] = args.data
+    if args.data is not None:  # absolute: the checkpoint's data folder must resolve from any working directory
+        overrides["data.dir"] = str(Path(args.data).resolve())
     if args.task is not None:
         overrides["data.task"] = args.task
     source = config_path(args.config)
@@ -138,9 +139,10 @@ def run_eval(args: argparse.Namespace) -> int:
         tasks = babi.parse_tasks(args.task or cfg.data.task)
     except ValueError as e:
         raise ConfigError(f"--{e}") from None
-    samples = read_splits(args.data, tasks, cfg.data.valid_fraction)[args.split]
+    folder = data_folder(args.data, cfg.data.dir, args.checkpoint)
+    samples = read_splits(folder, tasks, cfg.data.valid_fraction)[args.split]
     if not any(samples.values()):
-        raise MemnetError(f"{args.data}: no {args.split} questions for task {args.task or cfg.data.task}")
+        raise MemnetError(f"{folder}: no {args.split} questions for task {args.task or cfg.data.task}")
     unknown = vocab.unknown(s for ss in samples.values() for s in ss)
     if unknown:
         print(f"memnet eval: {len(unknown)} word(s) not in the model's vocabulary read as <unk>: "

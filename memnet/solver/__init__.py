@@ -78,3 +78,15 @@ def check(task: Task, stories: Iterable[Story]) -> list[Disagreement]:
 def available_tasks() -> list[Task]:
     _load()
     return [t for t in [*range(1, 21), CHAIN] if t in SOLVERS]
+
+
+def answers(task: Task, facts: Sequence[Line], question: str) -> list[str]:
+    """Every answer the facts allow: several where the question is ambiguous (the solver joins
+    them with '|'); [] where no solver covers the task or it cannot read the story."""
+    _load()
+    if task not in SOLVERS:
+        return []
+    try:
+        return SOLVERS[task](facts, question).answer.split("|")
+    except ValueError:
+        return []

@@ -1,0 +1,159 @@
+"""Honest answers: `ask` and `inspect --story` decline what the model cannot know (conftest:
+inspect_run, a tiny qa16 model that has only ever been asked "What color is X?")."""
+import io
+import json
+import os
+import re
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memnet import ask, checkpoint, forms
+from memnet.cli import main
+from memnet.cli.inspection import MIN_PROBABILITY
+from memnet.data import Vocab
+
+ROOT = Path(__file__).resolve().parents[1]
+STORY = "Brian is a frog.\nBrian is yellow.\nGreg is a frog.\n"
+
+
+def run(capsys, *argv, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_question_forms_replace_the_words_that_vary_alone():
+    questions = ["What color is Greg?", "What color is Lily?", "Where is Mary?", "Where is John?",
+                 "Who gave the apple to Bill?", "Who gave the milk to Bill?", "Who gave the milk to Fred?",
+                 "Where was the milk before the office?"]  # 'milk' varies in another form, 'office' nowhere
+    assert forms.question_forms(questions) == ["what color is X", "where is X", "where was the X before the office",
+                                               "who gave the X to X"]
+    # a form another one covers is dropped: "pink" never varies alone, yet X covers it
+    assert forms.question_forms(["Is the pink rectangle above the box?", "Is the red square above the box?",
+                                 "Is the red circle above the box?", "Is the blue circle above the box?",
+                                 "Is the red square below the box?"]) == ["is the X X X the box"]
+    assert forms.fits("What color is Zed?", "what color is X")  # a name never seen fills X
+    assert not forms.fits("Where is Greg?", "what color is X") and not forms.fits("What color is it now?", "what color is X")
+
+
+def test_the_checkpoint_carries_the_forms_and_old_ones_load_without(inspect_run):
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    assert payload["vocab"]["question_forms"] == ["what color is X"]
+    old = Vocab.from_dict({k: v for k, v in payload["vocab"].items() if k != "question_forms"})
+    assert old.forms is None and "question_forms" not in old.to_dict()
+    assert Vocab.from_dict(payload["vocab"]).to_dict() == payload["vocab"]
+
+
+def test_ask_declines_what_it_cannot_know(capsys, inspect_run, monkeypatch):
+    typed = (STORY + "Where is Greg?\nWhat colour is Greg?\nWhat color is Greg\nWhat color is Greg?\nreset\n"
+             "Xyzzy plugh.\nWhat color is Greg?\nFrog is a Brian.\nXyzzy plugh?\n")
+    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--min-probability", 0,
+                         stdin=typed, monkeypatch=monkeypatch)
+    assert code == 0
+    assert out.startswith("The model knows questions of these forms (X: a name or thing):\n  what color is X?\n"
+                          "It declines answers it gives with p under 0.00 (--min-probability).\n")
+    assert ("cannot answer: the model was never asked a question like 'Where is Greg?' ('where' never occurred "
+            "in training); it knows: what color is X?") in out
+    assert "cannot answer: the model was never asked a question like 'What colour is Greg?' ('colour' never" in out
+    assert "hint: 'What color is Greg' reads like a question; end it with '?' to ask it (not added to the story)" in out
+    assert out.count("Q: What color is Greg?") == 1  # the hinted line did not join the story: 3 memories
+    assert "3  Greg is a frog." in out and "4  What color is Greg" not in out
+    assert "cannot answer: the story has no word the model knows" in out  # after reset: only 'Xyzzy plugh.'
+    assert "cannot answer: the question 'Xyzzy plugh?' has no word the model knows" in out
+    assert err == "warning: the model never saw 'xyzzy', 'plugh'; ignored\n"  # the story line; declined questions say it themselves
+
+
+@pytest.mark.parametrize("threshold", [0, 1.01])
+def test_the_probability_threshold(capsys, inspect_run, monkeypatch, threshold):
+    code, out, _ = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--min-probability", threshold,
+                       stdin=STORY + "What color is Greg?\n", monkeypatch=monkeypatch)
+    answer = next(line for line in out.splitlines() if line.startswith("answer: "))
+    declined = [line for line in out.splitlines() if line.startswith("cannot answer: ")]
+    p = float(answer.split("(p=")[1].split(")")[0])
+    assert code == 0 and 0 < p <= 1
+    if threshold > 1:  # no answer is that sure: the table shows the best guess after the reason
+        assert declined == [f"cannot answer: the model is not sure (its best answer has p={p:.2f}, "
+                            f"under --min-probability 1.01); its best guess:"]
+        assert out.index(declined[0]) < out.index(answer)
+    else:
+        assert declined == []
+
+
+def test_inspect_story_declines_too(capsys, inspect_run, tmp_path):
+    story = tmp_path / "where.txt"
+    story.write_text("1 Brian is a frog.\n2 Where is Brian?\n")
+    code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", story)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith("memnet inspect: error: cannot answer: the model was never asked a question like 'Where is Brian?'")
+    story.write_text("1 Brian is a frog.\n2 Brian is yellow.\n3 What color is Brian?\n")
+    tables = {}
+    for threshold in (0, 1.01):
+        code, out, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", story,
+                           "--format", "json", "--min-probability", threshold)
+        tables[threshold] = json.loads(out)
+        assert code == 0
+    assert tables[0]["cannot_answer"] is None
+    assert tables[1.01]["cannot_answer"].startswith("the model is not sure")
+    assert tables[1.01]["prediction"] == tables[0]["prediction"]  # the best guess is still there
+
+
+def test_a_checkpoint_without_forms_checks_the_words(capsys, inspect_run, monkeypatch, tmp_path):
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    del payload["vocab"]["question_forms"]  # as written before question forms
+    checkpoint.write(tmp_path / "old.pt", {k: v for k, v in payload.items() if k != "format"})
+    code, out, _ = run(capsys, "ask", "--checkpoint", tmp_path / "old.pt", "--min-probability", 0,
+                       stdin=STORY + "Where is Greg?\nIs Greg a frog?\n", monkeypatch=monkeypatch)
+    assert code == 0 and "(this checkpoint predates question forms: only the question's words are checked)" in out
+    assert "cannot answer: the question has words the model never saw ('where' never occurred in training)" in out
+    assert "Q: Is Greg a frog?" in out  # every word known: without forms it cannot tell this is a new question
+
+
+def test_the_default_threshold_is_the_librarys():
+    assert MIN_PROBABILITY == ask.MIN_PROBABILITY
+
+
+def _read_until(fd: int, marker: bytes, seen: bytearray, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while marker not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            raise AssertionError(f"no {marker!r} within {timeout} s; the terminal shows {bytes(seen)[-500:]!r}")
+        try:
+            seen += os.read(fd, 4096)
+        except OSError:  # the other side closed
+            return
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal is POSIX")
+def test_the_prompt_recalls_a_line_with_the_up_arrow(inspect_run, tmp_path):
+    import pty
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path), "INPUTRC": os.devnull}
+    proc = subprocess.Popen([sys.executable, "-m", "memnet", "ask", "--checkpoint", str(inspect_run["checkpoint"]),
+                             "--min-probability", "0", "--color", "never"],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+    os.close(slave)
+    seen = bytearray()
+    try:
+        for typed in (b"Brian is a frog.\r", b"\x1b[A\r", b"What color is Brian?\r"):  # \x1b[A: the up arrow
+            _read_until(master, b"> ", seen)
+            del seen[:]
+            os.write(master, typed)
+        _read_until(master, b"> ", seen)
+        os.write(master, b"\x04")  # Ctrl-D
+        assert proc.wait(timeout=30) == 0
+    finally:
+        proc.kill()
+        os.close(master)
+    screen = bytes(seen).decode(errors="replace")
+    assert "Q: What color is Brian?" in screen
+    rows = re.findall(r"^ *(\d+)  (.+?)  ", screen, re.M)
+    assert rows == [("1", "Brian is a frog."), ("2", "Brian is a frog.")], screen  # line 2 is line 1, recalled
