@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memnet import official
 from memnet.babi import SPLITS, parse_tasks
 from memnet.errors import MemnetError
 
@@ -19,7 +20,9 @@ FORMATS = ("text", "markdown", "json", "csv", "png")  # memnet.inspect.FORMATS (
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, help="a trained model (RUN/model.pt)")
-    p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
+    p.add_argument("--data",
+                   help="folder of bAbI files, or an official set's name (en-valid, ...) after `memnet data download` "
+                        "(default: the folder the model was trained on)")
     p.add_argument("--task", help="task number or 'chain' (default: the model's task when it has one)")
     p.add_argument("--split", default="test", choices=SPLITS, help="split to read questions from (default: test)")
 
@@ -69,7 +72,7 @@ def _task(spec: str | None, cfg) -> int | str:
 
 
 def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
-    folder = args.data or cfg.data.dir
+    folder = official.resolve_data_dir(args.data) if args.data else cfg.data.dir
     if not folder:
         raise MemnetError("no data folder: give --data DIR")
     from memnet.inspect import load_samples

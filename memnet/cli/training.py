@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from memnet import babi, config
+from memnet import babi, config, official
 from memnet.config import ConfigError
 from memnet.errors import MemnetError
 
@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train", help="train a model; writes RUN/model.pt, RUN/config.yaml and RUN/metrics.jsonl",
         description="Train on a bAbI folder. Any config field can be overridden with a dotted flag, "
                     "e.g. --model.hops=4 --model.masking=hard --train.restarts=10.")
-    p.add_argument("--data", help="folder of bAbI files (en/, en-valid/ or generated); sets data.dir")
+    p.add_argument("--data",
+                   help="folder of bAbI files (en/, en-valid/ or generated), or an official set's name "
+                        "(en-valid, en-10k, ...) after `memnet data download`; sets data.dir")
     p.add_argument("--task", help="task spec: 16, 1-20 (joint training), 1,2,16 or chain; sets data.task")
     p.add_argument("--out", required=True, help="run folder to write")
     p.add_argument("--config", help=f"YAML config (default: ./config.yaml if present, else {ROOT_CONFIG.name} "
@@ -34,7 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used",
                               description="Evaluate a checkpoint on a bAbI folder, overall and per task.")
     p.add_argument("--checkpoint", required=True, help="model file written by memnet train (RUN/model.pt)")
-    p.add_argument("--data", required=True, help="folder of bAbI files")
+    p.add_argument("--data", required=True,
+                   help="folder of bAbI files, or an official set's name (en-valid, ...) after `memnet data download`")
     p.add_argument("--task", help="task spec (default: the tasks the model was trained on)")
     p.add_argument("--split", default="test", choices=babi.SPLITS, help="split to evaluate (default: test)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -65,7 +68,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     overrides = {k.removeprefix("override:"): v for k, v in vars(args).items() if k.startswith("override:")}
     if args.data is not None:
-        overrides["data.dir"] = args.data
+        overrides["data.dir"] = args.data = official.resolve_data_dir(args.data)
     if args.task is not None:
         overrides["data.task"] = args.task
     cfg = config.load(args.config or default_config(), overrides)
@@ -85,6 +88,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from memnet import checkpoint
     from memnet.train import encode_tasks, evaluate, read_splits
 
+    args.data = official.resolve_data_dir(args.data)
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     try:
         tasks = babi.parse_tasks(args.task or cfg.data.task)
