@@ -30,7 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memnet import babi, config, generator
+from memnet import babi, config, generator, official
 from memnet.config import resolve
 from memnet.train import train
 
@@ -269,8 +269,9 @@ def table(results: dict[tuple[str, int], dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("--data", type=Path, default=default_data(),
-                        help="official bAbI folder with train/valid/test files (default: en-valid of MEMNET_BABI_DIR)")
+    parser.add_argument("--data", type=official.data_dir_arg, default=default_data(),
+                        help="official bAbI folder with train/valid/test files, or a set's name after `memnet data "
+                             "download` (default: en-valid of the official data: memnet.babi.official_dir)")
     parser.add_argument("--tasks", default="1-20", help="tasks: 1-20, 1,2,16 ... (default: 1-20)")
     parser.add_argument("--variants", default="paper", help=f"comma-separated, of {','.join(VARIANTS)} (default: paper)")
     parser.add_argument("--restarts", type=int, default=10, help="restarts per run, best on validation (default: 10, the paper's)")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from memnet import babi, config
+from memnet import babi, config, official
 from memnet.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,9 @@ def cpu_name() -> str:
 def main() -> None:
     default_data = babi.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(default_data), help="bAbI folder (default: en-valid of MEMNET_BABI_DIR)")
+    parser.add_argument("--data", type=official.data_dir_arg, default=str(default_data),
+                        help="bAbI folder, or a set's name after `memnet data download` (default: en-valid of the "
+                             "official data: memnet.babi.official_dir)")
     parser.add_argument("--tasks", default="1,16", help="tasks: 1,16 or a range like 1-20 (default: 1,16)")
     parser.add_argument("--seeds", default="1,10", help="comma-separated restart counts (default: 1,10)")
     parser.add_argument("--epochs", type=int, default=100, help="epochs per run (default: 100, the paper's)")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from memnet import babi, config
+from memnet import babi, config, official
 from memnet.data import Vocab, encode_tasks, read_splits
 from memnet.models import build_model
 from memnet.models.transformer import saturation
@@ -35,7 +35,9 @@ def row(label: str, sat: dict[str, float]) -> str:
 def main(argv: list[str] | None = None) -> None:
     default_data = babi.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=str(default_data), help="bAbI folder (default: en-valid of MEMNET_BABI_DIR)")
+    parser.add_argument("--data", type=official.data_dir_arg, default=str(default_data),
+                        help="bAbI folder, or a set's name after `memnet data download` (default: en-valid of the "
+                             "official data: memnet.babi.official_dir)")
     parser.add_argument("--task", default="1", help="task number (default: 1)")
     parser.add_argument("--widths", default="5,20,80,320", help="d_k values for the untrained part (default: 5,20,80,320)")
     parser.add_argument("--epochs", type=int, default=0, help="also train with and without scaling for this many epochs")

@@ -24,11 +24,17 @@ def test_all_official_files_parse_and_write_back_byte_identical(babi_dir):
             assert n == 1000, path
 
 
-def test_reads_both_layouts(babi_dir):
-    assert babi.find_task_file(babi_dir / "en", 16, "train").name == "qa16_basic-induction_train.txt"
-    assert babi.find_task_file(babi_dir / "en-valid", 16, "valid").name == "qa16_valid.txt"
-    assert babi.find_task_file(babi_dir / "en", 16, "valid") is None
+def test_reads_both_layouts(babi_fixtures):
+    assert babi.find_task_file(babi_fixtures / "en", 16, "train").name == "qa16_basic-induction_train.txt"
+    assert babi.find_task_file(babi_fixtures / "en-valid", 1, "valid").name == "qa1_valid.txt"
+    assert babi.find_task_file(babi_fixtures / "en", 16, "valid") is None
+    assert babi.folder_tasks(babi_fixtures / "en") == [1, 16]
+    assert babi.folder_tasks(babi_fixtures / "en-valid") == [1]
+
+
+def test_official_folders_list_all_twenty_tasks(babi_dir):
     assert babi.folder_tasks(babi_dir / "en") == list(range(1, 21))
+    assert babi.folder_tasks(babi_dir / "en-valid") == list(range(1, 21))
 
 
 def test_question_fields():

@@ -22,22 +22,22 @@ bench, saturation, bench_speed, compare_loops = map(script, ["bench_babi", "satu
 
 
 @pytest.fixture(scope="module")
-def results(babi_dir, tmp_path_factory) -> Path:
+def results(babi_fixtures, tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("bench") / "results.jsonl"
-    bench.main(["--data", str(babi_dir / "en-valid"), "--tasks", "1", "--variants", "paper,generated",
+    bench.main(["--data", str(babi_fixtures / "en-valid"), "--tasks", "1", "--variants", "paper,generated",
                 "--restarts", "1", "--epochs", "2", "--set", "train.linear_start_epochs=0", "--results", str(path)])
     return path
 
 
-def test_records_one_line_per_variant_and_task(results, babi_dir):
+def test_records_one_line_per_variant_and_task(results, babi_fixtures):
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert [(r["variant"], r["task"]) for r in records] == [("paper", 1), ("generated", 1)]
     for r in records:
-        assert 0.0 <= r["error"] <= 1.0 and r["questions"] == 1000  # the official test file either way
+        assert 0.0 <= r["error"] <= 1.0 and r["questions"] == 100  # the same test file either way
         assert (r["restarts"], r["epochs"], r["config"]["model"]["masking"]) == (1, 2, "off")
         assert len(r["hop_accuracy"]) == r["config"]["model"]["hops"] and r["mean_hops"] == 3.0
     official, generated = (Path(r["config"]["data"]["dir"]) for r in records)
-    assert official == babi_dir / "en-valid"
+    assert official == babi_fixtures / "en-valid"
     # generated training stories, the official test file behind a link
     assert (generated / "qa1_single-supporting-fact_train.txt").read_text() != (official / "qa1_train.txt").read_text()
     assert (generated / "qa1_test.txt").resolve() == (official / "qa1_test.txt").resolve()
@@ -82,8 +82,8 @@ def test_unknown_variant_is_rejected(tmp_path, capsys):
     assert not (tmp_path / "r.jsonl").exists()
 
 
-def test_saturation_without_scaling_grows_with_width(babi_dir, capsys):
-    saturation.main(["--data", str(babi_dir / "en-valid"), "--task", "1", "--widths", "4,128"])
+def test_saturation_without_scaling_grows_with_width(babi_fixtures, capsys):
+    saturation.main(["--data", str(babi_fixtures / "en-valid"), "--task", "1", "--widths", "4,128"])
     rows = [line.strip("| ").split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
     peak = {label: float(max_weight) for label, max_weight, *_ in rows}
     assert list(peak) == ["4, 1/sqrt(d_k)", "4, none", "128, 1/sqrt(d_k)", "128, none"]
@@ -91,8 +91,8 @@ def test_saturation_without_scaling_grows_with_width(babi_dir, capsys):
     assert peak["128, none"] > peak["4, none"]
 
 
-def test_bench_speed_reports_each_run_and_the_spread(babi_dir, capsys, monkeypatch):
-    monkeypatch.setattr("sys.argv", ["bench_speed.py", "--data", str(babi_dir / "en-valid"), "--tasks", "1",
+def test_bench_speed_reports_each_run_and_the_spread(babi_fixtures, capsys, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["bench_speed.py", "--data", str(babi_fixtures / "en-valid"), "--tasks", "1",
                                      "--seeds", "1,2", "--epochs", "1", "--repeat", "2", "--threads", "2"])
     bench_speed.main()
     lines = capsys.readouterr().out.splitlines()
@@ -112,8 +112,8 @@ def test_bench_speed_reports_each_run_and_the_spread(babi_dir, capsys, monkeypat
     assert low - 0.05 <= float(ratio.split()[4].rstrip("x")) <= high + 0.05
 
 
-def test_compare_loops_times_the_committed_loop_against_the_working_tree(babi_dir, capsys, tmp_path):
-    compare_loops.main(["HEAD", "--data", str(babi_dir / "en-valid"), "--epochs", "2", "--folder", str(tmp_path),
+def test_compare_loops_times_the_committed_loop_against_the_working_tree(babi_fixtures, capsys, tmp_path):
+    compare_loops.main(["HEAD", "--data", str(babi_fixtures / "en-valid"), "--epochs", "2", "--folder", str(tmp_path),
                         "--set", "model.stopping=true"])
     line = capsys.readouterr().out.strip()
     assert line.startswith("qa1 (model.stopping=true): HEAD ") and "median of 2 epochs each" in line
@@ -124,6 +124,6 @@ def test_compare_loops_times_the_committed_loop_against_the_working_tree(babi_di
     assert (tmp_path / "kernel_HEAD.py").is_file()  # the revision's loop, where --folder says
 
 
-def test_compare_loops_names_a_revision_it_cannot_read(tmp_path):
+def test_compare_loops_names_a_revision_it_cannot_read(babi_fixtures, tmp_path):
     with pytest.raises(SystemExit, match="no memnet/kernels/numba_memn2n.py at 'no-such-revision'"):
-        compare_loops.main(["no-such-revision", "--folder", str(tmp_path)])
+        compare_loops.main(["no-such-revision", "--data", str(babi_fixtures / "en-valid"), "--folder", str(tmp_path)])

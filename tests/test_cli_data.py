@@ -74,7 +74,7 @@ def test_check_reports_a_question_outside_the_task_language(tmp_path, capsys):
 
 
 def test_the_data_commands_do_not_load_torch(tmp_path):
-    # `memnet --help`, generate, show, stats and check start in a fraction of a second: torch
+    # `memnet --help`, generate, show, stats, check and data download start in a fraction of a second: torch
     # and Numba (seconds to import) load only for the commands that run a model
     script = f"""
 import sys
@@ -83,6 +83,8 @@ out = {str(tmp_path / "gen")!r}
 assert main(["generate", "--task", "1", "--train", "20", "--test", "20", "--out", out]) == 0
 for argv in (["show", out, "--task", "1", "-n", "1"], ["stats", out], ["check", out]):
     assert main(argv) == 0
+# data download, through the fetching code (tqdm, urllib) to a one-line failure
+assert main(["data", "download", "--dir", {str(tmp_path / "home")!r}, "--url", "file:///nonexistent/x.tar.gz"]) == 2
 try:
     main(["--help"])
 except SystemExit:

@@ -1,13 +1,16 @@
-"""Data subcommands: generate, show, stats, check."""
+"""Data subcommands: generate, show, stats, check, and `data download` (the official bAbI release)."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
 
-from memnet import generator, solver, stats
+from memnet import generator, official, solver, stats
 from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
 from memnet.errors import MemnetError
+
+FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-valid, hn-10k, ...) "
+               "that `memnet data download` fetched")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,24 +29,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_generate)
 
     p = subparsers.add_parser("show", help="print stories with their questions, answers and supporting facts")
-    p.add_argument("dir", help="folder of bAbI files")
+    p.add_argument("dir", help=FOLDER_HELP)
     p.add_argument("--task", default="16", help="task number or 'chain' (default: 16)")
     p.add_argument("--split", default="train", choices=SPLITS, help="split (default: train)")
     p.add_argument("-n", type=int, default=3, help="number of stories (default: 3)")
     p.set_defaults(func=cmd_show)
 
     p = subparsers.add_parser("stats", help="per task and split: stories, questions, lengths, vocabulary, answers")
-    p.add_argument("dir", help="folder of bAbI files")
-    p.add_argument("--compare", metavar="OTHER_DIR", help="hold this folder against another (e.g. the official en/)")
+    p.add_argument("dir", help=FOLDER_HELP)
+    p.add_argument("--compare", metavar="OTHER_DIR",
+                   help="hold this folder against another (e.g. the official set en)")
     p.add_argument("--task", help="only these tasks (default: all found)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_stats)
 
     p = subparsers.add_parser("check", help="format and solver check of a dataset; exit 0 only if all holds")
-    p.add_argument("dir", help="folder of bAbI files")
+    p.add_argument("dir", help=FOLDER_HELP)
     p.add_argument("--task", help="only these tasks (default: all found)")
     p.add_argument("--show", type=int, default=3, help="disagreements to print per file (default: 3)")
     p.set_defaults(func=cmd_check)
+
+    data = subparsers.add_parser("data", help="the official bAbI v1.2 data: `memnet data download`",
+                                 description="The official bAbI v1.2 release (Weston et al. 2015).")
+    actions = data.add_subparsers(dest="action", metavar="ACTION", required=True)
+    p = actions.add_parser(
+        "download", help=f"fetch, check and unpack {official.ARCHIVE}",
+        description=f"Fetch {official.ARCHIVE} (about 11.7 MB) from the first mirror that serves a good copy, "
+                    "check what it unpacks by content (every expected file; the SHA-256 of each file of en/ and "
+                    f"en-valid/) and unpack it into DIR/{official.RELEASE}/: {', '.join(official.SETS)}. "
+                    "Afterwards --data takes a set's name (memnet train --data en-valid --task 1).")
+    p.add_argument("--dir", help=f"folder to unpack into (default: $MEMNET_DATA, else ~/.cache/memnet; now "
+                                 f"{official.data_home()}); set names find the copy only there")
+    p.add_argument("--url", action="append", metavar="URL",
+                   help="fetch from this URL instead of the known mirrors (repeat to try several in order)")
+    p.add_argument("--from", dest="archive", metavar="FILE",
+                   help=f"unpack {official.ARCHIVE} you already have instead of downloading it")
+    p.add_argument("--force", action="store_true", help="download again and replace an existing copy")
+    p.set_defaults(func=cmd_download)
 
 
 def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
@@ -84,6 +106,7 @@ def _print_story(story: Story) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    args.dir = official.resolve_data_dir(args.dir)
     task = _tasks(args.task)[0]
     path = find_task_file(args.dir, task, args.split)
     if path is None:
@@ -97,6 +120,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    args.dir = official.resolve_data_dir(args.dir)
+    args.compare = args.compare and official.resolve_data_dir(args.compare)
     tasks = _tasks(args.task, args.dir)
     ours = stats.folder_stats(args.dir, tasks)
     theirs = stats.folder_stats(args.compare, tasks) if args.compare else None
@@ -110,6 +135,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    args.dir = official.resolve_data_dir(args.dir)
     tasks = _tasks(args.task, args.dir)
     solvable = set(solver.available_tasks())
     ok = True
@@ -137,3 +163,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                       f"{d.expected.answer} ({' '.join(map(str, d.expected.support))}), solver says "
                       f"{d.found.answer} ({' '.join(map(str, d.found.support))})")
     return 0 if ok else 1
+
+
+def cmd_download(args: argparse.Namespace) -> int:
+    if args.archive is not None and args.url:
+        raise MemnetError("--from FILE and --url URL exclude each other: give one")
+    official.download(args.dir, args.url or official.MIRRORS, args.archive, args.force)
+    return 0

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memnet import official
 from memnet.babi import SPLITS, parse_tasks
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.errors import MemnetError
@@ -21,7 +22,9 @@ MIN_PROBABILITY = 0.5  # memnet.ask.MIN_PROBABILITY (a test keeps them equal)
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
-    p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
+    p.add_argument("--data",
+                   help="folder of bAbI files, or an official set's name (en-valid, ...) after `memnet data download` "
+                        "(default: the folder the model was trained on)")
     p.add_argument("--task", help="task number or 'chain' (default: the model's task when it has one)")
     p.add_argument("--split", default="test", choices=SPLITS, help="split to read questions from (default: test)")
 
@@ -85,7 +88,7 @@ def _task(spec: str | None, cfg) -> int | str:
 
 
 def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
-    folder = data_folder(args.data, cfg.data.dir, args.checkpoint)
+    folder = data_folder(official.resolve_data_dir(args.data) if args.data else None, cfg.data.dir, args.checkpoint)
     from memnet.inspect import load_samples
 
     task = _task(args.task, cfg)

@@ -9,7 +9,7 @@ import re
 import sys
 from pathlib import Path
 
-from memnet import babi, config
+from memnet import babi, config, official
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.config import ConfigError
 from memnet.errors import MemnetError
@@ -22,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "train", help="train a model; writes RUN/model.pt, RUN/config.yaml and RUN/metrics.jsonl",
         description="Train on a bAbI folder. Any config field can be overridden with a dotted flag, "
                     "e.g. --model.hops=4 --model.masking=hard --train.restarts=10.")
-    p.add_argument("--data", help="folder of bAbI files (en/, en-valid/ or generated); sets data.dir")
+    p.add_argument("--data",
+                   help="folder of bAbI files (en/, en-valid/ or generated), or an official set's name "
+                        "(en-valid, en-10k, ...) after `memnet data download`; sets data.dir")
     p.add_argument("--task", help="task spec: 16, 1-20 (joint training), 1,2,16 or chain; sets data.task")
     p.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, "
                                                 "unless --resume or --force)")
@@ -38,7 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used",
                               description="Evaluate a checkpoint on a bAbI folder, overall and per task.")
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
-    p.add_argument("--data", help="folder of bAbI files (default: the folder the model was trained on)")
+    p.add_argument("--data",
+                   help="folder of bAbI files, or an official set's name (en-valid, ...) after `memnet data download` "
+                        "(default: the folder the model was trained on)")
     p.add_argument("--task", help="task spec (default: the tasks the model was trained on)")
     p.add_argument("--split", default="test", choices=babi.SPLITS, help="split to evaluate (default: test)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
@@ -98,7 +102,7 @@ def run_train(args: argparse.Namespace) -> int:
 
     overrides = {k.removeprefix("override:"): v for k, v in vars(args).items() if k.startswith("override:")}
     if args.data is not None:  # absolute: the checkpoint's data folder must resolve from any working directory
-        overrides["data.dir"] = str(Path(args.data).resolve())
+        overrides["data.dir"] = args.data = str(Path(official.resolve_data_dir(args.data)).resolve())
     if args.task is not None:
         overrides["data.task"] = args.task
     source = config_path(args.config)
@@ -130,6 +134,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from memnet.data import encode_tasks, read_splits
     from memnet.evaluation import evaluate, hops_table, task_table
 
+    args.data = official.resolve_data_dir(args.data) if args.data else None
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
     bad = checkpoint.nonfinite(model)
     if bad:

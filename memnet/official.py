@@ -1,0 +1,313 @@
+"""The official bAbI v1.2 release: fetching it, checking it, finding it again.
+
+`memnet data download` fetches tasks_1-20_v1-2.tar.gz (about 11.7 MB) from the first mirror
+that serves a good copy, and unpacks it into DIR/tasks_1-20_v1-2/ (DIR: --dir, else
+$MEMNET_DATA, else ~/.cache/memnet), one folder per set:
+
+    en/  en-10k/  hn/  hn-10k/  shuffled/  shuffled-10k/    qaN_<name>_train.txt, qaN_<name>_test.txt
+    en-valid/  en-valid-10k/                                 qaN_train.txt, qaN_valid.txt, qaN_test.txt
+
+What is unpacked is checked by content, not by the archive's own bytes, so a repack of the
+same files passes: every one of the 360 expected files must be there, and each file of en/ and
+en-valid/ must have the SHA-256 listed in memnet/official_manifest.py (the other sets are checked
+by their names). Only the expected files (and the release's README.txt and LICENSE.txt) are
+written, each to a path built from our own list, never from a name in the archive; an archive
+with a member that is absolute, climbs out with "..", or is a link where a file is expected is
+refused. Everything is unpacked into a temporary folder beside the target and renamed into place
+at the end: a failed or interrupted download leaves nothing behind.
+
+Anywhere a command takes a data folder, a set name (`--data en-valid`) with no such folder
+in the working directory stands for the downloaded copy: resolve_data_dir.
+"""
+from __future__ import annotations
+
+import argparse
+import bz2
+import errno
+import gzip
+import hashlib
+import http.client
+import lzma
+import os
+import shutil
+import tarfile
+import tempfile
+import urllib.error
+import urllib.request
+import zlib
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+from memnet import __version__
+from memnet.babi import TASK_NAMES
+from memnet.errors import MemnetError
+from memnet.official_manifest import SHA256
+
+ARCHIVE = "tasks_1-20_v1-2.tar.gz"
+RELEASE = "tasks_1-20_v1-2"  # the archive's top folder, kept as the folder's name on disk
+# The mirrors people use, tried in order. The first two are where most code fetches it from
+# (Keras' S3 bucket, Jason Weston's page); the third is Facebook's file server.
+MIRRORS = (
+    "https://s3.amazonaws.com/text-datasets/babi_tasks_1-20_v1-2.tar.gz",
+    "http://www.thespermwhale.com/jaseweston/babi/tasks_1-20_v1-2.tar.gz",
+    "https://dl.fbaipublicfiles.com/babi/tasks_1-20_v1-2.tar.gz",
+)
+SETS = ("en", "en-10k", "hn", "hn-10k", "shuffled", "shuffled-10k", "en-valid", "en-valid-10k")
+EXTRAS = ("README.txt", "LICENSE.txt")  # unpacked when the archive has them; not required
+TIMEOUT = 30  # seconds without an answer before a mirror counts as unreachable
+CHUNK = 1 << 16
+
+
+class _BadCopy(MemnetError):
+    """No good copy from this source (a mirror unreachable, an HTTP error, a broken or foreign
+    archive): the next mirror may have one."""
+
+
+def expected_files() -> list[str]:
+    """The 360 files of the release, relative to its top folder: en/qa1_single-supporting-fact_train.txt, ..."""
+    files = []
+    for name in SETS:
+        for task, slug in TASK_NAMES.items():
+            if name.startswith("en-valid"):
+                files += [f"{name}/qa{task}_{split}.txt" for split in ("train", "valid", "test")]
+            else:
+                files += [f"{name}/qa{task}_{slug}_{split}.txt" for split in ("train", "test")]
+    return files
+
+
+def data_home() -> Path:
+    """Where downloads go by default: $MEMNET_DATA, else ~/.cache/memnet."""
+    return Path(os.environ.get("MEMNET_DATA") or Path.home() / ".cache" / "memnet")
+
+
+def release_dir(home: str | os.PathLike | None = None) -> Path:
+    """The unpacked release: HOME/tasks_1-20_v1-2 (it holds en/, en-valid/, ...)."""
+    return Path(home if home is not None else data_home()) / RELEASE
+
+
+def resolve_data_dir(text: str) -> str:
+    """A --data value: a path that exists is used as given; a set name (en-valid, hn-10k, ...)
+    with no such folder here stands for the downloaded copy of that set."""
+    if text not in SETS or Path(text).exists():
+        return text
+    folder = release_dir() / text
+    if not folder.is_dir():
+        raise MemnetError(f"{text}: expected a folder, or an official set downloaded to {release_dir()}; "
+                          "found neither (run `memnet data download`)")
+    return str(folder)
+
+
+def data_dir_arg(text: str) -> str:
+    """resolve_data_dir as an argparse type (for the scripts): a bad value becomes argparse's usage error."""
+    try:
+        return resolve_data_dir(text)
+    except MemnetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRRORS,
+             archive: str | os.PathLike | None = None, force: bool = False,
+             progress: bool | None = None, say: Callable[[str], None] = print,
+             manifest: Mapping[str, str] | None = None) -> Path:
+    """Fetch (or take `archive`), check and unpack the release into HOME/tasks_1-20_v1-2; returns
+    that folder. Tries each URL in turn until one gives a good copy; raises MemnetError with
+    every mirror's reason when none does. `progress`: a tqdm bar (None: only on a terminal);
+    `manifest`: the hashes to check (default: official_manifest.SHA256)."""
+    target = release_dir(home)
+    if target.exists() and not force:
+        missing = [f for f in expected_files() if not (target / f).is_file()]
+        if missing:
+            raise MemnetError(f"{target}: expected a complete download, found {len(missing)} of "
+                              f"{len(expected_files())} files missing (first: {missing[0]}); --force replaces it")
+        say(f"{target}: already downloaded ({', '.join(SETS)}); --force downloads it again")
+        return target
+    _mkdir(target.parent)
+    work = Path(_writing(target.parent, lambda: tempfile.mkdtemp(prefix=".download-", dir=target.parent)))
+    try:
+        unpacked = work / RELEASE
+        if archive is not None:
+            if not Path(archive).is_file():
+                raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
+            counts = unpack(archive, unpacked, manifest)
+            say(f"read {archive}")
+        else:
+            counts = _from_mirrors(list(urls), work, unpacked, progress, say, manifest)
+        _replace(unpacked, target, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    hashed, named, skipped = counts
+    say(f"wrote {target}: {', '.join(SETS)} ({hashed + named} files: {hashed} checked by SHA-256, "
+        f"{named} by name" + (f"; {skipped} other file(s) in the archive skipped" if skipped else "") + ")")
+    return target
+
+
+def _from_mirrors(urls: list[str], work: Path, unpacked: Path, progress: bool | None,
+                  say: Callable[[str], None], manifest: Mapping[str, str] | None) -> tuple[int, int, int]:
+    if not urls:
+        raise MemnetError("no URL to download from")
+    failures = []
+    for url in urls:
+        path = work / ARCHIVE
+        try:
+            size = fetch(url, path, progress)
+            counts = unpack(path, unpacked, manifest, name=url)
+        except _BadCopy as e:
+            failures.append(f"{url}: {e}")
+            shutil.rmtree(unpacked, ignore_errors=True)
+            continue
+        say(f"downloaded {url} ({size / 1e6:.1f} MB)")
+        return counts
+    raise MemnetError(f"could not download {ARCHIVE} from any mirror ({'; '.join(failures)}); "
+                      "--from FILE takes an archive you already have")
+
+
+def fetch(url: str, path: Path, progress: bool | None = None) -> int:
+    """Download `url` to `path` with a tqdm bar; returns the bytes received. A network or HTTP
+    failure raises _BadCopy; a failure to write (a full disk) raises MemnetError."""
+    from tqdm import tqdm
+
+    request = urllib.request.Request(url, headers={"User-Agent": f"memnet/{__version__}"})
+    try:
+        response = urllib.request.urlopen(request, timeout=TIMEOUT)
+    except urllib.error.HTTPError as e:
+        raise _BadCopy(f"HTTP {e.code} {e.reason}") from None
+    except urllib.error.URLError as e:
+        reason = e.reason.strerror if isinstance(e.reason, OSError) and e.reason.strerror else e.reason
+        raise _BadCopy(str(reason).lower()) from None
+    except (OSError, ValueError) as e:  # a timeout, a reset connection, a URL that is not one
+        raise _BadCopy(str(e) or type(e).__name__) from None
+    length = response.headers.get("Content-Length")
+    total = int(length) if length and length.isdigit() else None
+    received = 0
+    with response, _opened(path) as out, tqdm(total=total, unit="B", unit_scale=True, desc=ARCHIVE,
+                                              disable=None if progress is None else not progress) as bar:
+        while True:
+            try:
+                chunk = response.read(CHUNK)
+            except (OSError, ValueError, http.client.HTTPException) as e:
+                raise _BadCopy(f"connection broke after {received} bytes ({e or type(e).__name__})") from None
+            if not chunk:
+                break
+            _writing(path, lambda: out.write(chunk))
+            received += len(chunk)
+            bar.update(len(chunk))
+    if total is not None and received < total:
+        raise _BadCopy(f"connection closed after {received} of {total} bytes")
+    return received
+
+
+def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | None = None,
+           name: str | None = None) -> tuple[int, int, int]:
+    """Write the release's files from `archive` under `out` and check them (see the module's
+    docstring); returns (files checked by hash, files checked by name, other files skipped).
+    `manifest`: the hashes to hold them to (default: official_manifest.SHA256). A bad archive
+    raises _BadCopy naming `name` (default: the archive's path)."""
+    manifest = SHA256 if manifest is None else manifest
+    where = name or str(archive)
+    expected = expected_files()
+    wanted = set(expected) | set(EXTRAS)
+    written: dict[str, str] = {}  # relative path -> SHA-256 of the bytes written
+    skipped = 0
+    try:
+        with _decompressed(archive) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                rel = _relative(member.name, where)
+                if rel not in wanted:
+                    skipped += not member.isdir()
+                    continue
+                if not member.isfile():
+                    raise _BadCopy(f"{where}: member {member.name} is a link or a folder, expected a file")
+                if rel in written:
+                    raise _BadCopy(f"{where}: member {member.name} appears twice")
+                written[rel] = _copy(tar.extractfile(member), out / rel)
+            while stream.read(CHUNK):  # to the end: the check sums of gzip, bzip2 and xz come last
+                pass
+    except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
+        raise _BadCopy(f"{where}: expected a complete tar archive, found a broken one ({e})") from None
+    except OSError as e:  # writing raised MemnetError already: this is reading
+        if e.errno is None:  # gzip, bz2 and lzma report a corrupt stream as an OSError without errno
+            raise _BadCopy(f"{where}: expected a complete tar archive, found a broken one ({e})") from None
+        raise MemnetError(f"{where}: cannot read ({(e.strerror or str(e)).lower()})") from None
+    missing = [f for f in expected if f not in written]
+    if missing:
+        raise _BadCopy(f"{where}: expected the bAbI v1.2 release, found {len(missing)} of its "
+                            f"{len(expected)} files missing (first: {RELEASE}/{missing[0]})")
+    wrong = [f for f in sorted(manifest) if written.get(f) != manifest[f]]
+    if wrong:
+        raise _BadCopy(f"{where}: {RELEASE}/{wrong[0]} differs from the official file (SHA-256 "
+                            f"{written.get(wrong[0], 'none')[:16]}..., expected {manifest[wrong[0]][:16]}...)"
+                            + (f", and {len(wrong) - 1} more files differ" if len(wrong) > 1 else ""))
+    hashed = sum(1 for f in manifest if f in written)
+    return hashed, len(expected) - hashed, skipped
+
+
+def _decompressed(archive: str | os.PathLike) -> BinaryIO:
+    """The archive's tar stream, through the decompressor its first bytes name (gzip, bzip2, xz or
+    none); these check the archive's length and check sum when read to the end."""
+    with open(archive, "rb") as f:
+        magic = f.read(6)
+    if magic.startswith(b"\x1f\x8b"):
+        return gzip.open(archive, "rb")
+    if magic.startswith(b"BZh"):
+        return bz2.open(archive, "rb")
+    if magic.startswith(b"\xfd7zXZ\x00"):
+        return lzma.open(archive, "rb")
+    return open(archive, "rb")
+
+
+def _relative(member: str, where: str) -> str:
+    """A member's path inside the release folder ('' when outside it); refuses unsafe names."""
+    parts = member.replace("\\", "/").split("/")
+    if member.startswith("/") or ".." in parts:
+        raise _BadCopy(f"{where}: member {member!r} points outside the archive's folder")
+    parts = [p for p in parts if p not in ("", ".")]
+    return "/".join(parts[1:]) if parts and parts[0] == RELEASE else ""
+
+
+def _copy(source: BinaryIO, path: Path) -> str:
+    """Copy a member's bytes to `path`; returns their SHA-256."""
+    digest = hashlib.sha256()
+    _mkdir(path.parent)
+    with _opened(path) as out:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+            _writing(path, lambda: out.write(chunk))
+    return digest.hexdigest()
+
+
+def _replace(new: Path, target: Path, work: Path) -> None:
+    """Put the checked folder at `target`. An older copy is moved aside into `work` (deleted with
+    it) and put back if anything, an interrupt included, stops the swap half-way."""
+    old = work / "replaced"
+    if target.exists():
+        _writing(target, lambda: os.rename(target, old))
+    try:
+        _writing(target, lambda: os.rename(new, target))
+    except BaseException:
+        if old.exists() and not target.exists():
+            os.rename(old, target)
+        raise
+
+
+def _mkdir(folder: Path) -> None:
+    if folder.exists() and not folder.is_dir():
+        raise MemnetError(f"{folder}: expected a folder, found a file")
+    _writing(folder, lambda: folder.mkdir(parents=True, exist_ok=True))
+
+
+def _opened(path: Path) -> BinaryIO:
+    return _writing(path, lambda: open(path, "wb"))
+
+
+def _writing(path: str | os.PathLike, action: Callable):
+    """Run a file-system action; an OSError (a full disk, no permission) becomes one line naming `path`."""
+    try:
+        return action()
+    except OSError as e:
+        reason = "no space left on the device" if e.errno == errno.ENOSPC else (e.strerror or str(e)).lower()
+        raise MemnetError(f"{path}: cannot write ({reason})") from None
+
+
+__all__ = ["ARCHIVE", "MIRRORS", "SETS", "RELEASE", "expected_files", "data_home", "release_dir",
+           "resolve_data_dir", "data_dir_arg", "download", "fetch", "unpack"]
