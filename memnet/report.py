@@ -13,9 +13,10 @@ from typing import Any, Sequence
 
 import torch
 
-from memnet.babi import Sample, atomic_write
+from memnet.babi import Sample
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples
+from memnet.files import atomic_write
 from memnet.inspect import Table, inspect_samples
 from memnet.train import evaluate
 

@@ -7,29 +7,35 @@ from pathlib import Path
 
 from memnet import generator, solver, stats
 from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.cli import integer
 from memnet.errors import MemnetError
+from memnet.generator import KNOB_MAX
+from memnet.generator.categories import MAX_HOPS
+from memnet.safe import printable
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("generate", help="write bAbI-style task files from the simulated world")
     p.add_argument("--task", default="1-20", help="task number, range (1-20), list (1,2,16) or 'chain' (default: 1-20)")
-    p.add_argument("--train", type=int, default=1000, help="training questions per task (default: 1000)")
-    p.add_argument("--valid", type=int, default=0, help="validation questions per task (default: 0, no valid file)")
-    p.add_argument("--test", type=int, default=1000, help="test questions per task (default: 1000)")
+    p.add_argument("--train", type=integer(0), default=1000, help="training questions per task (default: 1000; 0: no train file)")
+    p.add_argument("--valid", type=integer(0), default=0, help="validation questions per task (default: 0, no valid file)")
+    p.add_argument("--test", type=integer(0), default=1000, help="test questions per task (default: 1000; 0: no test file)")
     p.add_argument("--seed", type=int, default=0, help="seed; train, valid and test use disjoint streams of it")
     p.add_argument("--out", required=True, help="output folder (official file names)")
-    p.add_argument("--questions", type=int, help="questions per story (default: the task's official setting)")
-    p.add_argument("--length", type=int, help="story length (default: the task's official setting)")
-    p.add_argument("--actors", type=int, help="number of actors/entities (default: official)")
-    p.add_argument("--distractors", type=int, help="distractor sentences (default: official)")
-    p.add_argument("--hops", type=int, default=4, help="chain family: questions need 1..HOPS hops (default: 4)")
+    p.add_argument("--questions", type=integer(1, KNOB_MAX), help="questions per story (default: the task's official setting)")
+    p.add_argument("--length", type=integer(1, KNOB_MAX), help="story length (default: the task's official setting)")
+    p.add_argument("--actors", type=integer(1, KNOB_MAX),
+                   help="number of actors/entities (default: official; each task has its own range)")
+    p.add_argument("--distractors", type=integer(0, KNOB_MAX), help="distractor sentences (default: official)")
+    p.add_argument("--hops", type=integer(1, MAX_HOPS), default=4,
+                   help=f"chain family: questions need 1..HOPS hops, HOPS at most {MAX_HOPS} (default: 4)")
     p.set_defaults(func=cmd_generate)
 
     p = subparsers.add_parser("show", help="print stories with their questions, answers and supporting facts")
     p.add_argument("dir", help="folder of bAbI files")
     p.add_argument("--task", default="16", help="task number or 'chain' (default: 16)")
     p.add_argument("--split", default="train", choices=SPLITS, help="split (default: train)")
-    p.add_argument("-n", type=int, default=3, help="number of stories (default: 3)")
+    p.add_argument("-n", type=integer(1), default=3, help="number of stories (default: 3)")
     p.set_defaults(func=cmd_show)
 
     p = subparsers.add_parser("stats", help="per task and split: stories, questions, lengths, vocabulary, answers")
@@ -42,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("check", help="format and solver check of a dataset; exit 0 only if all holds")
     p.add_argument("dir", help="folder of bAbI files")
     p.add_argument("--task", help="only these tasks (default: all found)")
-    p.add_argument("--show", type=int, default=3, help="disagreements to print per file (default: 3)")
+    p.add_argument("--show", type=integer(0), default=3, help="disagreements to print per file (default: 3)")
     p.set_defaults(func=cmd_check)
 
 
@@ -61,12 +67,16 @@ def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    if args.train == args.valid == args.test == 0:
+        raise MemnetError("--train, --valid and --test are all 0: expected at least one split with questions")
     knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
     available = generator.available_tasks()
     tasks = _tasks(args.task)
     missing = [t for t in tasks if t not in available]
     if missing:
         raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
+    for task in tasks:  # every task's knobs, before the first file is written
+        generator.check(task, knobs)
     for task in tasks:
         for path in generator.write_dataset(args.out, task, args.train, args.test, args.seed, knobs, args.valid):
             print(f"wrote {path}")
@@ -78,9 +88,9 @@ def _print_story(story: Story) -> None:
     for line in story.lines:
         if line.is_question:
             support = " ".join(map(str, line.support))
-            print(f"  {line.id:>{width}} {line.text}  ->  {line.answer}  (supporting facts {support})")
+            print(f"  {line.id:>{width}} {printable(line.text)}  ->  {printable(line.answer)}  (supporting facts {support})")
         else:
-            print(f"  {line.id:>{width}} {line.text}")
+            print(f"  {line.id:>{width}} {printable(line.text)}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -125,6 +135,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 ok = False
                 continue
             n = sum(len(s.questions) for s in stories)
+            if n == 0:
+                print(f"FAIL {path}: expected at least one question, found none")
+                ok = False
+                continue
             if task not in solvable:
                 print(f"ok   {path.name}: {n} questions parse (no solver for task {task})")
                 continue
@@ -134,6 +148,6 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{len(wrong)} disagree with the solver")
             for d in wrong[: args.show]:
                 print(f"       story {d.story + 1}, line {d.line} {d.question!r}: file says "
-                      f"{d.expected.answer} ({' '.join(map(str, d.expected.support))}), solver says "
-                      f"{d.found.answer} ({' '.join(map(str, d.found.support))})")
+                      f"{printable(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
+                      f"{printable(d.found.answer)} ({' '.join(map(str, d.found.support))})")
     return 0 if ok else 1
