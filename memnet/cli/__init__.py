@@ -58,7 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error argparse has printed: its status, as for any command
+        return e.code if isinstance(e.code, int) else 2
     try:
         status = args.func(args) or 0
         sys.stdout.flush()  # here, not at exit: a full disk on stdout is an error like any other
