@@ -64,36 +64,32 @@ def main(argv: list[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 2
     try:
         status = args.func(args) or 0
-        sys.stdout.flush()  # here, not at exit: a full disk on stdout is an error like any other
-        return status
     except MemnetError as e:
         return _fail(args.command, str(e))
     except BrokenPipeError:  # `memnet show ... | head`: the reader has all it wanted
         _silence_stdout()
         return 0
-    except OSError as e:  # a write or read the library did not expect to fail
-        if e.filename is None and e.errno is not None and _is_stdout(e):
+    except OSError as e:  # a read or write the library did not expect to fail
+        if e.filename is None:  # no file named: standard output, whose buffer filled up
             _silence_stdout()
-            return _fail(args.command, f"cannot write to standard output ({e.strerror})")
-        where = f"{e.filename}: " if e.filename is not None else ""
-        return _fail(args.command, f"{where}{e.strerror or e}")
+            return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
+        return _fail(args.command, f"{e.filename}: {e.strerror or e}")
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    try:
+        sys.stdout.flush()  # here, not at exit: a full disk on stdout is an error like any other
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError as e:
+        _silence_stdout()
+        return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
+    return status
 
 
 def _fail(command: str, message: str) -> int:
     print(f"memnet {command}: error: {message}", file=sys.stderr)
     return 2
-
-
-def _is_stdout(error: OSError) -> bool:
-    """Whether standard output is what failed: flushing it again fails the same way."""
-    try:
-        sys.stdout.flush()
-    except OSError:
-        return True
-    return False
 
 
 def _silence_stdout() -> None:
