@@ -24,7 +24,11 @@ def kind(path: str | os.PathLike) -> str:
     try:
         mode = os.stat(path).st_mode
     except OSError as e:
-        return "a symlink loop" if e.errno == errno.ELOOP else "no such file" if e.errno == errno.ENOENT else e.strerror or str(e)
+        if e.errno == errno.ENOENT:
+            return "a broken symbolic link" if os.path.islink(path) else "no such file or folder"
+        if e.errno == errno.ELOOP:
+            return "a symlink loop"
+        return f"a path it cannot look at ({(e.strerror or str(e)).lower()})"  # ENOTDIR: a file on the way, EACCES
     for test, name in [(stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")]:
         if test(mode):

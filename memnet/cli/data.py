@@ -9,6 +9,7 @@ from memnet import generator, solver, stats
 from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
 from memnet.cli import integer
 from memnet.errors import MemnetError
+from memnet.files import kind
 from memnet.generator import KNOB_MAX
 from memnet.generator.categories import MAX_HOPS
 from memnet.safe import printable
@@ -52,10 +53,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_check)
 
 
+def _folder(folder: str) -> None:
+    if (found := kind(folder)) != "a folder":
+        raise MemnetError(f"{folder}: expected a folder of bAbI files, found {found}")
+
+
 def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
+    if folder is not None:
+        _folder(folder)
     if spec is None:
-        if folder is not None and not Path(folder).is_dir():
-            raise MemnetError(f"{folder}: expected a folder of bAbI files, found no such folder")
         tasks = folder_tasks(folder)
         if not tasks:
             raise MemnetError(f"{folder}: expected bAbI task files (qaN_<name>_<split>.txt or qaN_<split>.txt), found none")
@@ -94,7 +100,7 @@ def _print_story(story: Story) -> None:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    task = _tasks(args.task)[0]
+    task = _tasks(args.task, args.dir)[0]
     path = find_task_file(args.dir, task, args.split)
     if path is None:
         raise MemnetError(f"{args.dir}: expected a {args.split} file for task {task}, found none")
@@ -109,6 +115,8 @@ def cmd_show(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     tasks = _tasks(args.task, args.dir)
     ours = stats.folder_stats(args.dir, tasks)
+    if args.compare:
+        _folder(args.compare)
     theirs = stats.folder_stats(args.compare, tasks) if args.compare else None
     if args.json:
         print(json.dumps(stats.to_json(ours, theirs), indent=1))
