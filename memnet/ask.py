@@ -42,7 +42,10 @@ def session(model: torch.nn.Module, vocab: Vocab, cfg: Config, stream: TextIO, o
         if prompt:
             out.write("> ")
             out.flush()
-        raw = stream.readline()
+        try:
+            raw = stream.readline()
+        except UnicodeDecodeError as e:
+            raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
         if not raw:
             break
         text = _LINE_ID.sub("", raw.strip())
