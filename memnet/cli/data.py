@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from memnet import generator, solver, stats
 from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
