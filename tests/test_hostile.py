@@ -24,6 +24,7 @@ import json
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -40,6 +41,19 @@ ROOT = Path(__file__).resolve().parents[1]
 QA1 = "qa1_single-supporting-fact_train.txt"
 QA16_TEST = "qa16_basic-induction_test.txt"
 STORY = "1 Brian is a frog.\n2 Lily is gray.\n3 Brian is yellow.\n4 Julius is green.\n5 Greg is a frog.\n6 What color is Greg?\n"
+
+
+@pytest.fixture(autouse=True)
+def deadline():
+    """A case that blocks (a FIFO read, a story that never ends) fails after 60 s instead of hanging the suite."""
+    def expire(signum, frame):
+        raise TimeoutError("the command did not finish within 60 s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
 
 
 def run(capsys, *argv):
@@ -113,14 +127,25 @@ def test_a_file_where_the_output_folder_goes(capsys, model, tmp_path, writer):
     assert files(tmp_path) == {"file": b"keep me\n"}
 
 
+@pytest.fixture
+def dev_full(tmp_path) -> Path:
+    """/dev/full, or for root (who could rename a file over /dev/full should memnet regress) a
+    device node of its own, the same device (1, 7), in the test's folder."""
+    if os.geteuid() != 0:
+        return Path("/dev/full")
+    path = tmp_path / "full"
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    return path
+
+
 @pytest.mark.parametrize("writer", WRITERS, ids=[w[0] for w in WRITERS])
-def test_dev_full_as_the_output(capsys, model, writer):
-    code, out, err = run(capsys, *_writer_argv(writer, model, Path("/dev/full")))
+def test_dev_full_as_the_output(capsys, model, dev_full, writer):
+    code, out, err = run(capsys, *_writer_argv(writer, model, dev_full))
     if writer[0] == "generate":
-        assert_one_line(code, err, "generate", "/dev/full: expected a folder to write")
+        assert_one_line(code, err, "generate", f"{dev_full}: expected a folder to write")
     else:
-        assert_one_line(code, err, writer[1][0], "/dev/full: expected a file to write (or no file yet), found a character device")
-    assert Path("/dev/full").is_char_device()  # not renamed over
+        assert_one_line(code, err, writer[1][0], f"{dev_full}: expected a file to write (or no file yet), found a character device")
+    assert dev_full.is_char_device()  # not renamed over
 
 
 @pytest.mark.parametrize("writer", WRITERS, ids=[w[0] for w in WRITERS])
