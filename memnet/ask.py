@@ -105,7 +105,16 @@ def _reader(stream: TextIO, out: TextIO, prompt: bool):
             except EOFError:
                 print(file=out)
                 return
-    yield from iter(stream.readline, "")
+            except UnicodeDecodeError as e:
+                raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
+    while True:
+        try:
+            line = stream.readline()
+        except UnicodeDecodeError as e:
+            raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
+        if not line:
+            return
+        yield line
 
 
 def _warn_unknown(words: list[str], vocab: Vocab, err: TextIO) -> None:

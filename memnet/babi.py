@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from memnet.errors import MemnetError
+from memnet.files import atomic_open, atomic_write, kind  # atomic_write: re-exported for checkpoint and train
 
 TASK_NAMES = {
     1: "single-supporting-fact",
@@ -204,6 +204,9 @@ def parse_lines(lines: Iterable[str], path: str | os.PathLike | None = None) -> 
 
 
 def read_file(path: str | os.PathLike) -> list[Story]:
+    found = kind(path)  # a folder, a FIFO or /dev/zero would be read forever or fail obscurely
+    if found != "a regular file":
+        raise BabiFormatError(path, None, "a regular file", found)
     try:
         data = Path(path).read_bytes()
     except OSError as e:
@@ -237,23 +240,12 @@ def format_stories(stories: Iterable[Story], space: bool = True) -> str:
     return "".join(format_line(line, space) + "\n" for story in stories for line in story.lines)
 
 
-def atomic_write(path: str | os.PathLike, data: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: never a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode("utf-8") if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_file(path: str | os.PathLike, stories: Iterable[Story], space: bool = True) -> None:
-    """Write stories atomically; `space` puts the official space before a question's tab."""
-    atomic_write(path, format_stories(stories, space))
+    """Write stories atomically, one at a time (an iterator of stories is never held whole);
+    `space` puts the official space before a question's tab."""
+    with atomic_open(path) as f:
+        for story in stories:
+            f.write(format_stories([story], space))
 
 
 # ---------------------------------------------------------------------------- tasks and files
@@ -284,13 +276,15 @@ def task_filename(task: Task, split: str) -> str:
 
 
 def find_task_file(folder: str | os.PathLike, task: Task, split: str) -> Path | None:
-    """The file of `task` and `split` in either layout, or None when the folder has none."""
+    """The file of `task` and `split` in either layout, or None when the folder has none.
+    Whatever stands under the name counts (a folder, a FIFO, a broken link): reading it then
+    says what it is, where skipping it would hide it."""
     folder = Path(folder)
     names = [task_filename(task, split)]
     if task != CHAIN:
         names.append(f"qa{task}_{split}.txt")
     for name in names:
-        if (folder / name).is_file():
+        if os.path.lexists(folder / name):
             return folder / name
     return None
 

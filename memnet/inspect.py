@@ -19,6 +19,7 @@ any model that honours it can be inspected.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -29,14 +30,15 @@ from typing import Sequence
 
 import torch
 
-from memnet import babi
+from memnet import babi, safe
 from memnet.babi import Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
 from memnet.errors import MemnetError
-from memnet.models import HALT_REASONS
 from memnet.data import read_splits
 from memnet.evaluation import predict
+from memnet.files import atomic_write, read_text
+from memnet.models import HALT_REASONS
 
 FORMATS = ("text", "markdown", "json", "csv", "png")
 
@@ -152,10 +154,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
 def read_story(path: str | os.PathLike) -> Sample:
     """A story file in bAbI format whose last line is the question; the question's answer and
     supporting ids are optional (`5 What color is Greg?` alone is fine)."""
-    try:
-        lines = [raw for raw in Path(path).read_text(encoding="utf-8").splitlines() if raw.strip()]
-    except (OSError, UnicodeDecodeError) as e:
-        raise MemnetError(f"{path}: cannot read story file ({getattr(e, 'strerror', None) or e})") from None
+    lines = [raw for raw in read_text(path, "a story file").split("\n") if raw.strip()]
     if not lines:
         raise MemnetError(f"{path}: empty story file")
     last = lines[-1]
@@ -211,7 +210,19 @@ _ANSI = {"chosen": "\033[1;32m", "masked": "\033[2m", "gold": "\033[36m", "bad":
          "reset": "\033[0m"}
 
 
+def shown(table: Table, convert=safe.printable) -> Table:
+    """The table with every text that comes from data (story, answers, label) passed through
+    `convert`: a story file's terminal escapes are shown, never obeyed."""
+    return dataclasses.replace(
+        table, question=convert(table.question), answer=None if table.answer is None else convert(table.answer),
+        memories=[(i, convert(t)) for i, t in table.memories], prediction=convert(table.prediction),
+        hop_answers=[(convert(a), p) for a, p in table.hop_answers], unknown=[convert(w) for w in table.unknown],
+        label=convert(table.label))
+
+
 def render_text(table: Table, color: bool = False) -> str:
+    table = shown(table)
+
     def paint(text: str, kind: str) -> str:
         return f"{_ANSI[kind]}{text}{_ANSI['reset']}" if color and kind in _ANSI else text
 
@@ -241,15 +252,13 @@ def render_text(table: Table, color: bool = False) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
 
 
 def render_markdown(table: Table) -> str:
     gold = table.answer if table.answer is not None else "none given"
     verdict = {True: " ✓", False: " ✗", None: ""}[table.correct]
-    out = [f"cannot answer: {_md_escape(table.declined)}; its best guess:", ""] if table.declined else []
-    out += [f"**{_md_escape(table.question)}** gold: {_md_escape(gold)} · predicted: **{_md_escape(table.prediction)}** "
+    out = [f"cannot answer: {safe.markdown(table.declined)}; its best guess:", ""] if table.declined else []
+    out += [f"**{safe.markdown(table.question)}** gold: {safe.markdown(gold)} · predicted: **{safe.markdown(table.prediction)}** "
             f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
             "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
             "| --- |" + " ---: |" * table.hops_used]
@@ -260,15 +269,15 @@ def render_markdown(table: Table) -> str:
             value = f"{table.attention[k][row]:.2f}"
             kind = _cell(table, k, row)[1]
             cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
-        out.append(f"| {line_id} {_md_escape(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
+        out.append(f"| {line_id} {safe.markdown(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
     if table.reads_nothing:
         out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + " |")
     if table.heads:
         names = [f"L{k + 1} H{h + 1}" for k, layer in enumerate(table.heads) for h in range(len(layer))]
         out += ["", "| sentence | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
-        out += [f"| {line_id} {_md_escape(sentence)} | " + " | ".join(f"{head[row]:.2f}" for layer in table.heads for head in layer) + " |"
+        out += [f"| {line_id} {safe.markdown(sentence)} | " + " | ".join(f"{head[row]:.2f}" for layer in table.heads for head in layer) + " |"
                 for row, (line_id, sentence) in enumerate(table.memories)]
-    out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {_md_escape(a)} ({p:.2f})"
+    out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {safe.markdown(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
     return "\n".join(out) + "\n"
 
@@ -314,8 +323,8 @@ def render_csv(tables: Sequence[Table]) -> str:
         for row, (line_id, sentence) in enumerate(t.memories):
             weights = [f"{t.attention[k][row]:.4f}" if k < t.hops_used else "" for k in range(hops)]
             chosen = " ".join(str(k + 1) for k in range(t.hops_used) if t.chosen[k] == row)
-            writer.writerow([t.label or n, line_id, sentence, t.gold(row) or "", *weights, chosen, t.prediction,
-                             t.answer or ""])
+            writer.writerow([safe.csv_cell(cell) for cell in [t.label or n, line_id, sentence, t.gold(row) or "",
+                                                              *weights, chosen, t.prediction, t.answer or ""]])
     return buffer.getvalue()
 
 
@@ -338,45 +347,61 @@ def use_color(stream=sys.stdout) -> bool:
     return hasattr(stream, "isatty") and stream.isatty() and not os.environ.get("NO_COLOR")
 
 
+PNG_TEXT = 60  # characters of a sentence (or a title) drawn in a png; longer ones are cut
+
+
 def heatmap(table: Table, path: str | os.PathLike):
     """A png heatmap: rows are sentences, columns hops, the weight printed in each cell, the
     chosen cell boxed, gold facts marked in the row label; a colour bar for the weights and a
-    legend for the marks. Returns the (closed) matplotlib Figure."""
+    legend for the marks. Text is drawn literally (a '$' in a story is not mathtext) and cut to
+    PNG_TEXT characters. Returns the (closed) matplotlib Figure."""
     import matplotlib
     matplotlib.use("Agg")  # files only, no display
     import matplotlib.pyplot as plt
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
+    table = shown(table, lambda text: safe.cut(safe.printable(text), PNG_TEXT))
+    literal = {"parse_math": False}  # story text is data, never markup
     weights = torch.tensor(table.attention).T.numpy()  # (memories, hops)
     rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
     label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick font size
-    fig, ax = plt.subplots(figsize=(2.6 + label_width + 1.1 * table.hops_used, 2.4 + 0.38 * len(rows)))
-    image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
-    fig.colorbar(image, ax=ax, label="attention weight", fraction=0.08, pad=0.03)
-    for r in range(len(rows)):
-        for k in range(table.hops_used):
-            w = weights[r, k]
-            masked = r in table.masked[k]
-            ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
-                    color="white" if w > 0.6 else "black")
-            if table.chosen[k] == r:
-                ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
-    ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)])
-    ax.set_yticks(range(len(rows)), rows)
-    ax.xaxis.tick_top()
-    gold = table.answer if table.answer is not None else "?"
-    ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
-                 fontsize=10, pad=8, loc="left")
-    marks = [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor="#d62728", linestyle="none",
-                    label=f"chosen memory: the {table.step}'s argmax"),
-             Line2D([], [], linestyle="none", label="~0.00: masked, chosen by an earlier hop"),
-             Line2D([], [], linestyle="none", label="[gold k]: the k-th supporting fact, in reasoning order"),
-             Line2D([], [], linestyle="none", label=f"→ answer: the answer had it stopped after that {table.step}")]
-    ax.legend(handles=marks, loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8, frameon=False, handlelength=1)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    with matplotlib.rc_context({"text.usetex": False}):
+        fig, ax = plt.subplots(figsize=(2.6 + label_width + 1.1 * table.hops_used, 2.4 + 0.38 * len(rows)))
+        try:
+            image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+            fig.colorbar(image, ax=ax, label="attention weight", fraction=0.08, pad=0.03)
+            for r in range(len(rows)):
+                for k in range(table.hops_used):
+                    w = weights[r, k]
+                    masked = r in table.masked[k]
+                    ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
+                            color="white" if w > 0.6 else "black")
+                    if table.chosen[k] == r:
+                        ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
+            ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)],
+                          **literal)
+            ax.set_yticks(range(len(rows)), rows, **literal)
+            ax.xaxis.tick_top()
+            gold = table.answer if table.answer is not None else "?"
+            ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
+                         fontsize=10, pad=8, loc="left", **literal)
+            ax.legend(handles=_legend(Line2D, table.step), loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8,
+                      frameon=False, handlelength=1)
+            fig.tight_layout()
+            buffer = io.BytesIO()  # drawn in memory, then written atomically: a full disk leaves no 0-byte png
+            fig.savefig(buffer, format="png", dpi=120)
+        finally:
+            plt.close(fig)
+    atomic_write(path, buffer.getvalue())
     return fig
+
+
+def _legend(Line2D, step: str) -> list:
+    """The heatmap's legend: what its marks mean."""
+    return [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor="#d62728", linestyle="none",
+                   label=f"chosen memory: the {step}'s argmax"),
+            Line2D([], [], linestyle="none", label="~0.00: masked, chosen by an earlier hop"),
+            Line2D([], [], linestyle="none", label="[gold k]: the k-th supporting fact, in reasoning order"),
+            Line2D([], [], linestyle="none", label=f"→ answer: the answer had it stopped after that {step}")]
 

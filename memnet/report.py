@@ -17,11 +17,12 @@ from typing import Any, Sequence
 import torch
 
 from memnet import solver
-from memnet.babi import Sample, Task, atomic_write
+from memnet.babi import Sample, Task
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples
-from memnet.inspect import Table, inspect_samples
 from memnet.evaluation import evaluate
+from memnet.files import atomic_write
+from memnet.inspect import Table, inspect_samples
 
 _CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }

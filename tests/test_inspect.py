@@ -150,15 +150,15 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--checkpoint", "{tmp}/missing.pt"], "no such checkpoint file"),
+    (["--checkpoint", "{tmp}/missing.pt"], "missing.pt: expected a checkpoint file (RUN/model.pt), found no such file"),
     (["--checkpoint", "{tmp}/corrupt.pt"], "not a readable memnet checkpoint"),
     (["--index", "100000"], "out of range"),
-    (["--index", "-1"], "out of range"),
+    (["--index", "-1"], "argument --index: expected a whole number >= 0, found -1"),
     (["--story", "{tmp}/no_question.txt"], "ending in '?'"),
     (["--story", "{tmp}/bad_ids.txt"], "ids increase by one"),
     (["--story", "{tmp}/gibberish.txt"], "no word the model knows"),
     (["--story", "{tmp}/only_question.txt"], "no sentences before the question"),
-    (["--story", "{tmp}/missing.txt"], "cannot read story file"),
+    (["--story", "{tmp}/missing.txt"], "missing.txt: expected a story file, found no such file"),
     (["--format", "png"], "needs --out"),
     (["--heads"], "a memory network has one attention per hop and no heads"),
 ])

@@ -4,7 +4,7 @@ import re
 import pytest
 
 from memnet.babi import format_stories, samples
-from memnet.generator import Knobs, generate
+from memnet.generator import KnobError, Knobs, generate
 from memnet.generator.relations import CONTAINERS, ROOMS, SHAPES, SMALLEST
 from memnet.solver import check
 
@@ -46,9 +46,9 @@ def test_knobs_are_honoured_and_keep_solver_agreement(task, knobs):
 
 
 def test_knobs_out_of_range_are_refused():
-    with pytest.raises(ValueError, match="distractors"):
+    with pytest.raises(KnobError, match="task 19: distractors: expected 0 to 2 for this task, found 3"):
         generate(19, 1, 0, knobs=Knobs(length=3, distractors=3))  # only six rooms
-    with pytest.raises(ValueError, match="length"):
+    with pytest.raises(KnobError, match="length"):
         generate(17, 1, 0, knobs=Knobs(length=6))  # only six shapes
 
 

@@ -1,13 +1,17 @@
 """The memnet command line: a thin layer over the library.
 
 Each module of this package registers its subcommands; each subcommand parses its flags
-and calls one library function. Errors the user can fix (MemnetError) print one line and
-exit with status 2, never a traceback.
+and calls one library function. Errors the user can fix print one line and exit with
+status 2, never a traceback: a bad flag (argparse, without the usage block), a MemnetError
+(bad input, a bad value, an unwritable output: the library names the file or the key), or
+an OSError that slipped past the library (its file and reason). Any other exception is a
+bug in memnet and keeps its traceback.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from memnet import __version__
@@ -18,8 +22,31 @@ from memnet.errors import MemnetError
 MODULES = ["data", "training", "inspection"]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with its error as one line: 'memnet generate: error: argument --train: ...'."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def integer(lo: int, hi: int | None = None):
+    """An argparse type: a whole number in lo..hi (hi None: no bound), else a one-line error with the range."""
+    allowed = f"a whole number from {lo} to {hi}" if hi is not None else f"a whole number >= {lo}"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {allowed}, found {text!r}") from None
+        if value < lo or (hi is not None and value > hi):
+            raise argparse.ArgumentTypeError(f"expected {allowed}, found {value}")
+        return value
+
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="memnet", description="bAbI-style stories, End-to-End Memory Networks with a stopping rule and "
         "visited-memory masking, and per-hop attention tables.")
     parser.add_argument("--version", action="version", version=f"memnet {__version__}")
@@ -31,14 +58,43 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return args.func(args) or 0
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error argparse has printed: its status, as for any command
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        status = args.func(args) or 0
     except MemnetError as e:
-        print(f"memnet {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return _fail(args.command, str(e))
+    except BrokenPipeError:  # `memnet show ... | head`: the reader has all it wanted
+        _silence_stdout()
+        return 0
+    except OSError as e:  # a read or write the library did not expect to fail
+        if e.filename is None:  # no file named: standard output, whose buffer filled up
+            _silence_stdout()
+            return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
+        return _fail(args.command, f"{e.filename}: {e.strerror or e}")
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    try:
+        sys.stdout.flush()  # here, not at exit: a full disk on stdout is an error like any other
     except BrokenPipeError:
-        return 0
+        _silence_stdout()
+    except OSError as e:
+        _silence_stdout()
+        return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
+    return status
+
+
+def _fail(command: str, message: str) -> int:
+    print(f"memnet {command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's own flush at exit cannot fail again."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):  # not a real file (a test's captured stdout): nothing to silence
+        pass

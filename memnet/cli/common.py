@@ -11,7 +11,7 @@ CHECKPOINT_HELP = "a trained model: RUN/model.pt, or the run folder RUN"
 def checkpoint_file(arg: str) -> Path:
     """--checkpoint: a run folder stands for its model.pt (an argparse type)."""
     path = Path(arg)
-    return path / "model.pt" if path.is_dir() else path
+    return path / "model.pt" if path.is_dir() and (path / "model.pt").exists() else path
 
 
 def data_folder(given: str | None, stored: str, checkpoint: str | Path) -> str:

@@ -3,11 +3,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from memnet import generator, official, solver, stats
 from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.cli import integer
 from memnet.errors import MemnetError
+from memnet.files import kind
+from memnet.generator import KNOB_MAX
+from memnet.generator.categories import MAX_HOPS
+from memnet.safe import printable
 
 FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-valid, hn-10k, ...) "
                "that `memnet data download` fetched")
@@ -16,23 +20,25 @@ FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-val
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("generate", help="write bAbI-style task files from the simulated world")
     p.add_argument("--task", default="1-20", help="task number, range (1-20), list (1,2,16) or 'chain' (default: 1-20)")
-    p.add_argument("--train", type=int, default=1000, help="training questions per task (default: 1000)")
-    p.add_argument("--valid", type=int, default=0, help="validation questions per task (default: 0, no valid file)")
-    p.add_argument("--test", type=int, default=1000, help="test questions per task (default: 1000)")
+    p.add_argument("--train", type=integer(0), default=1000, help="training questions per task (default: 1000; 0: no train file)")
+    p.add_argument("--valid", type=integer(0), default=0, help="validation questions per task (default: 0, no valid file)")
+    p.add_argument("--test", type=integer(0), default=1000, help="test questions per task (default: 1000; 0: no test file)")
     p.add_argument("--seed", type=int, default=0, help="seed; train, valid and test use disjoint streams of it")
     p.add_argument("--out", required=True, help="output folder (official file names)")
-    p.add_argument("--questions", type=int, help="questions per story (default: the task's official setting)")
-    p.add_argument("--length", type=int, help="story length (default: the task's official setting)")
-    p.add_argument("--actors", type=int, help="number of actors/entities (default: official)")
-    p.add_argument("--distractors", type=int, help="distractor sentences (default: official)")
-    p.add_argument("--hops", type=int, default=4, help="chain family: questions need 1..HOPS hops (default: 4)")
+    p.add_argument("--questions", type=integer(1, KNOB_MAX), help="questions per story (default: the task's official setting)")
+    p.add_argument("--length", type=integer(1, KNOB_MAX), help="story length (default: the task's official setting)")
+    p.add_argument("--actors", type=integer(1, KNOB_MAX),
+                   help="number of actors/entities (default: official; each task has its own range)")
+    p.add_argument("--distractors", type=integer(0, KNOB_MAX), help="distractor sentences (default: official)")
+    p.add_argument("--hops", type=integer(1, MAX_HOPS), default=4,
+                   help=f"chain family: questions need 1..HOPS hops, HOPS at most {MAX_HOPS} (default: 4)")
     p.set_defaults(func=cmd_generate)
 
     p = subparsers.add_parser("show", help="print stories with their questions, answers and supporting facts")
     p.add_argument("dir", help=FOLDER_HELP)
     p.add_argument("--task", default="16", help="task number or 'chain' (default: 16)")
     p.add_argument("--split", default="train", choices=SPLITS, help="split (default: train)")
-    p.add_argument("-n", type=int, default=3, help="number of stories (default: 3)")
+    p.add_argument("-n", type=integer(1), default=3, help="number of stories (default: 3)")
     p.set_defaults(func=cmd_show)
 
     p = subparsers.add_parser("stats", help="per task and split: stories, questions, lengths, vocabulary, answers")
@@ -46,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("check", help="format and solver check of a dataset; exit 0 only if all holds")
     p.add_argument("dir", help=FOLDER_HELP)
     p.add_argument("--task", help="only these tasks (default: all found)")
-    p.add_argument("--show", type=int, default=3, help="disagreements to print per file (default: 3)")
+    p.add_argument("--show", type=integer(0), default=3, help="disagreements to print per file (default: 3)")
     p.set_defaults(func=cmd_check)
 
     data = subparsers.add_parser("data", help="the official bAbI v1.2 data: `memnet data download`",
@@ -68,10 +74,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_download)
 
 
+def _folder(folder: str) -> None:
+    if (found := kind(folder)) != "a folder":
+        raise MemnetError(f"{folder}: expected a folder of bAbI files, found {found}")
+
+
 def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
+    if folder is not None:
+        _folder(folder)
     if spec is None:
-        if folder is not None and not Path(folder).is_dir():
-            raise MemnetError(f"{folder}: expected a folder of bAbI files, found no such folder")
         tasks = folder_tasks(folder)
         if not tasks:
             raise MemnetError(f"{folder}: expected bAbI task files (qaN_<name>_<split>.txt or qaN_<split>.txt), found none")
@@ -83,12 +94,16 @@ def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    if args.train == args.valid == args.test == 0:
+        raise MemnetError("--train, --valid and --test are all 0: expected at least one split with questions")
     knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
     available = generator.available_tasks()
     tasks = _tasks(args.task)
     missing = [t for t in tasks if t not in available]
     if missing:
         raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
+    for task in tasks:  # every task's knobs, before the first file is written
+        generator.check(task, knobs)
     for task in tasks:
         for path in generator.write_dataset(args.out, task, args.train, args.test, args.seed, knobs, args.valid):
             print(f"wrote {path}")
@@ -100,14 +115,14 @@ def _print_story(story: Story) -> None:
     for line in story.lines:
         if line.is_question:
             support = " ".join(map(str, line.support))
-            print(f"  {line.id:>{width}} {line.text}  ->  {line.answer}  (supporting facts {support})")
+            print(f"  {line.id:>{width}} {printable(line.text)}  ->  {printable(line.answer)}  (supporting facts {support})")
         else:
-            print(f"  {line.id:>{width}} {line.text}")
+            print(f"  {line.id:>{width}} {printable(line.text)}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
     args.dir = official.resolve_data_dir(args.dir)
-    task = _tasks(args.task)[0]
+    task = _tasks(args.task, args.dir)[0]
     path = find_task_file(args.dir, task, args.split)
     if path is None:
         raise MemnetError(f"{args.dir}: expected a {args.split} file for task {task}, found none")
@@ -124,6 +139,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
     args.compare = args.compare and official.resolve_data_dir(args.compare)
     tasks = _tasks(args.task, args.dir)
     ours = stats.folder_stats(args.dir, tasks)
+    if args.compare:
+        _folder(args.compare)
     theirs = stats.folder_stats(args.compare, tasks) if args.compare else None
     if args.json:
         print(json.dumps(stats.to_json(ours, theirs), indent=1))
@@ -151,6 +168,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                 ok = False
                 continue
             n = sum(len(s.questions) for s in stories)
+            if n == 0:
+                print(f"FAIL {path}: expected at least one question, found none")
+                ok = False
+                continue
             if task not in solvable:
                 print(f"ok   {path.name}: {n} questions parse (no solver for task {task})")
                 continue
@@ -160,8 +181,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{len(wrong)} disagree with the solver")
             for d in wrong[: args.show]:
                 print(f"       story {d.story + 1}, line {d.line} {d.question!r}: file says "
-                      f"{d.expected.answer} ({' '.join(map(str, d.expected.support))}), solver says "
-                      f"{d.found.answer} ({' '.join(map(str, d.found.support))})")
+                      f"{printable(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
+                      f"{printable(d.found.answer)} ({' '.join(map(str, d.found.support))})")
     return 0 if ok else 1
 
 

@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 from memnet import official
 from memnet.babi import SPLITS, parse_tasks
+from memnet.cli import integer
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.errors import MemnetError
+from memnet.files import atomic_write, regular_file
 
 if TYPE_CHECKING:
     from memnet.inspect import Table
@@ -32,11 +34,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("inspect", help="per-hop attention table of one question (or many)")
     _common(p)
-    p.add_argument("--index", type=int, default=0, help="question number in the split, from 0 (default: 0)")
+    p.add_argument("--index", type=integer(0), default=0, help="question number in the split, from 0 (default: 0)")
     p.add_argument("--story", help="a story file in bAbI format ending in one question (answer optional); "
                                    "replaces --data/--index; a question the model cannot answer is declined")
     p.add_argument("--all", action="store_true", help="walk the split's questions instead of one")
-    p.add_argument("--limit", type=int, help="with --all: show at most this many questions")
+    p.add_argument("--limit", type=integer(1), help="with --all: show at most this many questions")
     p.add_argument("--wrong-only", action="store_true", help="with --all: only questions answered wrongly")
     p.add_argument("--format", default="text", choices=FORMATS,
                    help="text (default), markdown, json, csv or png (a heatmap; needs --out)")
@@ -51,8 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
     _common(p)
     p.add_argument("--out", required=True, help="HTML file to write")
-    p.add_argument("--limit", type=int, help="attention tables of the first LIMIT questions and of every wrong answer "
-                                             "(default: all questions)")
+    p.add_argument("--limit", type=integer(1), help="attention tables of the first LIMIT questions and of every "
+                                                    "wrong answer (default: all questions)")
     p.set_defaults(func=cmd_report)
 
     p = subparsers.add_parser(
@@ -107,10 +109,15 @@ def _warn(tables: list[Table]) -> None:
         print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=sys.stderr)
 
 
+def _load(path: str):
+    from memnet import checkpoint
+
+    return checkpoint.load(regular_file(path, "a checkpoint file (RUN/model.pt)"))
+
+
 def _emit(text: str, out: str | None) -> None:
     if out:
-        Path(out).parent.mkdir(parents=True, exist_ok=True)
-        Path(out).write_text(text, encoding="utf-8")
+        atomic_write(out, text)
         print(f"wrote {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -121,14 +128,16 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         raise MemnetError("--format png needs --out FILE")
     if args.format == "png" and args.all:
         raise MemnetError("--format png draws one question; drop --all")
-    from memnet import ask, checkpoint, inspect
+    from memnet import ask, inspect
 
-    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    model, cfg, vocab, _ = _load(args.checkpoint)
     if args.story:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
                              min_probability=args.min_probability, heads=args.heads)]
     else:
-        _, _, questions = _questions(args, cfg)
+        folder, task, questions = _questions(args, cfg)
+        if not questions:
+            raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
         if args.all:
             tables = inspect.inspect_samples(model, vocab, cfg, questions,
                                              [f"{args.split} #{i}" for i in range(len(questions))], heads=args.heads)
@@ -155,12 +164,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memnet import checkpoint, report
+    from memnet import report
 
-    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    model, cfg, vocab, _ = _load(args.checkpoint)
     folder, task, questions = _questions(args, cfg)
     if not questions:
-        raise MemnetError(f"{folder}: no {args.split} questions for task {task}")
+        raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
     html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
                         limit=args.limit, task=task)
     report.write(args.out, html)
@@ -169,9 +178,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from memnet import ask, checkpoint, inspect
+    from memnet import ask, inspect
 
-    model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    model, cfg, vocab, _ = _load(args.checkpoint)
     color = _color(args, sys.stdout)
     if args.story:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability)]

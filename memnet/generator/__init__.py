@@ -11,9 +11,17 @@ import importlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from memnet.babi import CHAIN, Line, Story, Task, space_before_tab, task_filename, write_file
+from memnet.errors import MemnetError
+
+
+class KnobError(MemnetError):
+    """A knob outside what a task can tell a story with: 'actors: expected 1 to 4, found 9'."""
+
+
+KNOB_MAX = 1000
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,22 @@ class Knobs:
     distractors: int | None = None  # irrelevant sentences mixed in
     hops: int = 4  # chain family: questions need 1..hops hops
 
+    def __post_init__(self):
+        # 0 must not read as "the official setting" (the tasks write `knobs.questions or 5`), and
+        # a story is told whole before it is cut to size: the bound keeps one story small
+        for name, lo in [("questions", 1), ("length", 1), ("actors", 1), ("distractors", 0), ("hops", 1)]:
+            value = getattr(self, name)
+            if value is not None and not lo <= value <= KNOB_MAX:
+                raise KnobError(f"{name}: expected {lo} to {KNOB_MAX}, found {value}")
+
+
+def knob(value: int | None, default: int, lo: int, hi: int | None, name: str) -> int:
+    """`value` (None: the task's `default`) checked against the task's range lo..hi (hi None: no bound)."""
+    n = default if value is None else value
+    if n < lo or (hi is not None and n > hi):
+        raise KnobError(f"{name}: expected {lo} to {hi} for this task, found {n}" if hi is not None
+                        else f"{name}: expected at least {lo} for this task, found {n}")
+    return n
 
 StoryFn = Callable[[random.Random, Knobs], Story]
 GENERATORS: dict[Task, StoryFn] = {}
@@ -60,30 +84,45 @@ def _truncate(story: Story, max_questions: int) -> Story:
     return Story(lines)
 
 
-def generate(task: Task, size: int, seed: int, split: str = "train", knobs: Knobs = Knobs()) -> list[Story]:
-    """`size` questions of `task`, as whole stories (the last one cut after its size-th question)."""
+def stories(task: Task, size: int, seed: int, split: str = "train", knobs: Knobs = Knobs()) -> Iterator[Story]:
+    """`size` questions of `task`, as whole stories (the last one cut after its size-th
+    question), told one at a time: a dataset of any size is never held in memory."""
     _load()
     if task not in GENERATORS:
         raise KeyError(f"no generator for task {task!r}")
     rng = random.Random(f"memnet/{task}/{split}/{seed}")  # str seeds hash the same on every machine
-    stories, count = [], 0
+    count = 0
     while count < size:
-        story = _truncate(GENERATORS[task](rng, knobs), size - count)
+        try:
+            story = _truncate(GENERATORS[task](rng, knobs), size - count)
+        except KnobError as e:
+            raise KnobError(f"task {task}: {e}") from None
         n = len(story.questions)
         if n:
-            stories.append(story)
+            yield story
             count += n
-    return stories
+
+
+def generate(task: Task, size: int, seed: int, split: str = "train", knobs: Knobs = Knobs()) -> list[Story]:
+    """`stories` as a list."""
+    return list(stories(task, size, seed, split, knobs))
+
+
+def check(task: Task, knobs: Knobs) -> None:
+    """KnobError now if `task` cannot be told with `knobs`: one story is told and thrown away,
+    so a bad knob stops `write_dataset` over many tasks before any file is written."""
+    generate(task, 1, seed=0, split="check", knobs=knobs)
 
 
 def write_dataset(out: str | Path, task: Task, train: int, test: int, seed: int,
                   knobs: Knobs = Knobs(), valid: int = 0) -> list[Path]:
-    """Write the task's split files with official names into `out`; returns their paths."""
+    """Write the task's split files with official names into `out`, story by story, each
+    through a temporary file renamed when complete; returns their paths."""
     paths = []
     for split, size in (("train", train), ("valid", valid), ("test", test)):
         if size > 0:
             path = Path(out) / task_filename(task, split)
-            write_file(path, generate(task, size, seed, split, knobs), space_before_tab(task))
+            write_file(path, stories(task, size, seed, split, knobs), space_before_tab(task))
             paths.append(path)
     return paths
 
@@ -93,4 +132,5 @@ def available_tasks() -> list[Task]:
     return [t for t in [*range(1, 21), CHAIN] if t in GENERATORS]
 
 
-__all__ = ["Knobs", "GENERATORS", "register", "generate", "write_dataset", "available_tasks", "Line", "Story"]
+__all__ = ["Knobs", "KnobError", "knob", "GENERATORS", "register", "stories", "generate", "check", "write_dataset",
+           "available_tasks", "Line", "Story"]

@@ -53,7 +53,7 @@ from __future__ import annotations
 import random
 
 from memnet.babi import CHAIN, Line, Story
-from memnet.generator import Knobs, register
+from memnet.generator import Knobs, KnobError, knob, register
 
 COLOURS = ["yellow", "green", "white", "gray"]
 PLURAL = {"mouse": "mice", "wolf": "wolves", "sheep": "sheep", "cat": "cats",
@@ -80,10 +80,8 @@ def _ordered(rng: random.Random, facts: list[str], after: dict[int, int]) -> lis
     return order
 
 
-def _pick(pool: list[str], n: int, knob: str, rng: random.Random) -> list[str]:
-    if not 1 <= n <= len(pool):
-        raise ValueError(f"{knob}: expected 1 to {len(pool)}, found {n}")
-    return rng.sample(pool, n)
+def _pick(pool: list[str], n: int, name: str, rng: random.Random) -> list[str]:
+    return rng.sample(pool, knob(n, n, 1, len(pool), name))
 
 
 # ---------------------------------------------------------------------------- task 16
@@ -95,9 +93,7 @@ INDUCTION_SPECIES = ["frog", "lion", "swan", "rhino"]
 
 @register(16)
 def induction(rng: random.Random, knobs: Knobs) -> Story:
-    n = knobs.actors or 5
-    if n < 2:
-        raise ValueError(f"actors: task 16 needs at least 2 animals, found {n}")
+    n = knob(knobs.actors, 5, 2, len(INDUCTION_NAMES + EXTRA_NAMES), "actors")  # a pair shares a species
     pool = INDUCTION_NAMES if n <= len(INDUCTION_NAMES) else INDUCTION_NAMES + EXTRA_NAMES
     names = _pick(pool, n, "actors", rng)
     while True:  # the asked animal needs a partner of its species
@@ -195,6 +191,7 @@ CHAIN_NAMES = INDUCTION_NAMES + DEDUCTION_NAMES + AGENTS + ["Mary", "John", "San
 CHAIN_SPECIES = INDUCTION_SPECIES + DEDUCTION_SPECIES
 CLASSES = ["wumpus", "yumpus", "zumpus", "dumpus", "impus", "jompus",
            "gorpus", "lempus", "numpus", "rompus", "tumpus", "vumpus"]
+MAX_HOPS = 3 + len(CLASSES)  # the deepest chain climbs every class
 
 
 def _chain(rng: random.Random, h: int, free: dict[str, list[str]]) -> tuple[str, str, list[str]] | None:
@@ -221,15 +218,15 @@ def chain(rng: random.Random, knobs: Knobs) -> Story:
     for pool in free.values():
         rng.shuffle(pool)
     asked = []
+    hops = knob(knobs.hops, 4, 1, MAX_HOPS, "hops")
     for _ in range(knobs.questions or 1):
-        h = rng.randint(1, knobs.hops)
-        made = _chain(rng, h, free)
+        made = _chain(rng, rng.randint(1, hops), free)
         if made is None:
-            raise ValueError(f"questions/hops: too many for one story ({knobs.questions} questions, up to {knobs.hops} hops)")
+            raise KnobError(f"questions/hops: too many for one story ({knobs.questions} questions, up to {knobs.hops} hops)")
         asked.append(made)
     facts = [f for _, _, chain_facts in asked for f in chain_facts]
     left = knobs.distractors if knobs.distractors is not None else max(0, (knobs.length or 10) - len(facts))
-    while left > 0 and (made := _chain(rng, rng.randint(1, knobs.hops), free)):
+    while left > 0 and (made := _chain(rng, rng.randint(1, hops), free)):
         facts += made[2][:left]  # a cut chain: facts about names no question asks after
         left -= len(made[2][:left])
     order = rng.sample(range(len(facts)), len(facts))

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from memnet.babi import Line, Story
-from memnet.generator import Knobs, register
+from memnet.generator import Knobs, knob, register
 
 PEOPLE = ["Mary", "John", "Sandra", "Daniel", "Fred", "Bill", "Julie", "Jeff"]
 PEOPLE_10 = ["Mary", "Fred", "Bill", "Julie", "John", "Sandra", "Daniel", "Jeff"]  # task 10's four come first
@@ -297,9 +297,8 @@ def what_carrying(w: World) -> list[tuple[int, Ask]]:
 def tell_story(rng: random.Random, knobs: Knobs, asker: Callable[[World], list[tuple[int, Ask]]],
                habits: Habits = Habits(), unsure: str = "not",
                people: list[str] = PEOPLE, places: list[str] = PLACES) -> Story:
-    questions, length, actors = knobs.questions or 5, knobs.length or 2, knobs.actors or 4
-    assert questions >= 1 and length >= 1, "questions and length must be at least 1"
-    assert 1 <= actors <= len(people), f"actors must be between 1 and {len(people)}"
+    questions, length = knob(knobs.questions, 5, 1, None, "questions"), knob(knobs.length, 2, 1, None, "length")
+    actors = knob(knobs.actors, 4, 1, len(people), "actors")
     world = World(rng, people[:actors], places)
     asked = stalled = 0
     while asked < questions and stalled < STALL:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 
-from memnet.generator import Knobs, Line, Story, register
+from memnet.generator import Knobs, Line, Story, knob, register
 
 MOVES = ["went to", "moved to", "journeyed to", "went back to", "travelled to"]
 ROOMS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
@@ -47,11 +47,6 @@ class _Teller:
 
     def story(self) -> Story:
         return Story(self.lines)
-
-
-def _knob(value: int | None, default: int, lo: int = 1, hi: int | None = None) -> int:
-    n = default if value is None else value
-    return max(lo, n if hi is None else min(n, hi))
 
 
 def _elsewhere(rng: random.Random, places: list[str], here: str | None) -> str:
@@ -96,8 +91,8 @@ def _give_questions(gives: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
 
 @register(5)
 def three_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
-    actors = GIVERS[: _knob(knobs.actors, 4, 2, len(GIVERS))]
-    n_questions, gap = _knob(knobs.questions, 5), _knob(knobs.length, 2)
+    actors = GIVERS[: knob(knobs.actors, 4, 2, len(GIVERS), "actors")]
+    n_questions, gap = knob(knobs.questions, 5, 1, None, "questions"), knob(knobs.length, 2, 1, None, "length")
     where = {a: rng.choice(ROOMS) for a in actors}  # the reader learns these only from moves
     lying = {o: rng.choice(ROOMS) for o in OBJECTS}  # objects on the floor, by room
     held: dict[str, str] = {}  # object -> holder
@@ -156,13 +151,13 @@ def _where_is(rng: random.Random, t: _Teller, last_seen: dict[str, int], where: 
 
 @register(11)
 def basic_coreference(rng: random.Random, knobs: Knobs) -> Story:
-    people = PEOPLE[: _knob(knobs.actors, 4, 1, len(PEOPLE))]
-    pairs = max(1, _knob(knobs.length, 2) // 2)
+    people = PEOPLE[: knob(knobs.actors, 4, 1, len(PEOPLE), "actors")]
+    pairs = max(1, knob(knobs.length, 2, 1, None, "length") // 2)
     where: dict[str, str] = {}
     support: dict[str, tuple[int, ...]] = {}
     last_seen: dict[str, int] = {}
     t = _Teller()
-    for _ in range(_knob(knobs.questions, 5)):
+    for _ in range(knob(knobs.questions, 5, 1, None, "questions")):
         for _ in range(pairs):
             actor = rng.choice(people)
             where[actor] = _elsewhere(rng, ROOMS, where.get(actor))
@@ -176,13 +171,13 @@ def basic_coreference(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(12)
 def conjunction(rng: random.Random, knobs: Knobs) -> Story:
-    people = PEOPLE[: _knob(knobs.actors, 4, 2, len(PEOPLE))]
+    people = PEOPLE[: knob(knobs.actors, 4, 2, len(PEOPLE), "actors")]
     where: dict[str, str] = {}
     support: dict[str, tuple[int, ...]] = {}
     last_seen: dict[str, int] = {}
     t = _Teller()
-    for _ in range(_knob(knobs.questions, 5)):
-        for _ in range(_knob(knobs.length, 2)):
+    for _ in range(knob(knobs.questions, 5, 1, None, "questions")):
+        for _ in range(knob(knobs.length, 2, 1, None, "length")):
             pair = rng.sample(people, 2)
             room = rng.choice(ROOMS)
             i = t.fact(f"{pair[0]} and {pair[1]} {rng.choice(MOVES)} the {room}.")
@@ -194,13 +189,13 @@ def conjunction(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(13)
 def compound_coreference(rng: random.Random, knobs: Knobs) -> Story:
-    people = PEOPLE[: _knob(knobs.actors, 4, 2, len(PEOPLE))]
-    pairs = max(1, _knob(knobs.length, 2) // 2)
+    people = PEOPLE[: knob(knobs.actors, 4, 2, len(PEOPLE), "actors")]
+    pairs = max(1, knob(knobs.length, 2, 1, None, "length") // 2)
     where: dict[str, str] = {}
     support: dict[str, tuple[int, ...]] = {}
     last_seen: dict[str, int] = {}
     t = _Teller()
-    for _ in range(_knob(knobs.questions, 5)):
+    for _ in range(knob(knobs.questions, 5, 1, None, "questions")):
         for _ in range(pairs):
             pair = rng.sample(people, 2)
             room = rng.choice(ROOMS)
@@ -230,8 +225,8 @@ EARLY = 0.37  # chance of a question after the first chunk already: most officia
 
 @register(14)
 def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
-    actors = TRAVELLERS[: _knob(knobs.actors, 4, 1, len(TRAVELLERS))]
-    gap = _knob(knobs.length, 2)
+    actors = TRAVELLERS[: knob(knobs.actors, 4, 1, len(TRAVELLERS), "actors")]
+    gap = knob(knobs.length, 2, 1, None, "length")
     day: dict[str, list[str]] = {}
     for a in actors:  # where each actor was at each time; never the same place twice running
         day[a] = [rng.choice(SITES)]
@@ -241,7 +236,7 @@ def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
     told: dict[str, dict[int, int]] = {a: {} for a in actors}  # actor -> time -> fact id
     last_seen: dict[str, int] = {}
     t = _Teller()
-    while t.questions < _knob(knobs.questions, 5) and any(k < len(TIMES) for k in untold.values()):
+    while t.questions < knob(knobs.questions, 5, 1, None, "questions") and any(k < len(TIMES) for k in untold.values()):
         room, chunk = gap, set()
         while room > 0:
             waiting = [a for a in actors if untold[a] < len(TIMES)]

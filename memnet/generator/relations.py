@@ -43,7 +43,7 @@ from __future__ import annotations
 import random
 
 from memnet.babi import Line, Story
-from memnet.generator import Knobs, register
+from memnet.generator import Knobs, knob, register
 
 ROOMS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
 WAYS = {"north": (0, 1), "south": (0, -1), "east": (1, 0), "west": (-1, 0)}
@@ -57,13 +57,6 @@ CONTAINERS = ["box", "chest", "container", "suitcase"]
 
 Fact = tuple[str, str, str]  # (A, relation, B): "The A is <relation> the B."
 Question = tuple[str, str, tuple[int, ...]]  # (text, answer, supporting fact ids)
-
-
-def _knob(value: int | None, default: int, lo: int, hi: int, name: str) -> int:
-    n = default if value is None else value
-    if not lo <= n <= hi:
-        raise ValueError(f"{name}: expected {lo} to {hi} for this task, found {n}")
-    return n
 
 
 def _story(facts: list[str], questions: list[Question]) -> Story:
@@ -108,14 +101,14 @@ def _walk(rng: random.Random, n: int, steps: dict[str, tuple[int, int]]) -> tupl
 
 @register(4)
 def two_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
-    n = _knob(knobs.length, 2, 2, len(ROOMS) - 1, "length")
+    n = knob(knobs.length, 2, 2, len(ROOMS) - 1, "length")
     rooms = rng.sample(ROOMS, n + 1)
     way = rng.choice(list(WAYS))
     # The official files make the outer room the subject of its fact two times in three.
     facts = _chain_links(rng, rooms, [way] * n, p_outer=2 / 3)
     rng.shuffle(facts)
     questions = []
-    for _ in range(_knob(knobs.questions, 1, 1, 100, "questions")):
+    for _ in range(knob(knobs.questions, 1, 1, 100, "questions")):
         i = rng.randrange(n)
         a, rel, b = facts[i]
         text = f"What is {rel} of the {b}?" if rng.random() < 0.5 else f"What is the {b} {OPPOSITE[rel]} of?"
@@ -127,14 +120,14 @@ def two_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(17)
 def positional_reasoning(rng: random.Random, knobs: Knobs) -> Story:
-    n = _knob(knobs.length, 2, 2, len(SHAPES) - 1, "length")
+    n = knob(knobs.length, 2, 2, len(SHAPES) - 1, "length")
     shapes = rng.sample(SHAPES, n + 1)
     cells, ways = _walk(rng, n, PLACES)
     where = dict(zip(shapes, cells))
     # The official files make the inner shape the subject of its fact two times in three.
     facts = _chain_links(rng, shapes, ways, p_outer=1 / 3)
     questions = []
-    for _ in range(_knob(knobs.questions, 8, 1, 100, "questions")):
+    for _ in range(knob(knobs.questions, 8, 1, 100, "questions")):
         x, y = rng.sample([shapes[0], shapes[-1]], 2)
         dx, dy = where[x][0] - where[y][0], where[x][1] - where[y][1]
         truth = rng.random() < 0.5
@@ -163,8 +156,8 @@ def _size_fact(rng: random.Random, big: str, small: str) -> str:
 
 @register(18)
 def size_reasoning(rng: random.Random, knobs: Knobs) -> Story:
-    block = _knob(knobs.length, 5, 1, 7, "length")  # two blocks never exhaust the 15 pairs
-    n_questions = _knob(knobs.questions, 5, 1, 100, "questions")
+    block = knob(knobs.length, 5, 1, 7, "length")  # two blocks never exhaust the 15 pairs
+    n_questions = knob(knobs.questions, 5, 1, 100, "questions")
     while True:  # a world with no question after two blocks is dropped (one in twelve)
         objects = SMALLEST + rng.sample(CONTAINERS, len(CONTAINERS))  # ascending size
         pairs = [(big, small) for j, big in enumerate(objects) for small in objects[:j]]
@@ -191,8 +184,8 @@ def size_reasoning(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(19)
 def path_finding(rng: random.Random, knobs: Knobs) -> Story:
-    steps = _knob(knobs.length, 2, 1, len(ROOMS) - 1, "length")
-    decoys = _knob(knobs.distractors, 3, 0, len(ROOMS) - 1 - steps, "distractors")
+    steps = knob(knobs.length, 2, 1, len(ROOMS) - 1, "length")
+    decoys = knob(knobs.distractors, 3, 0, len(ROOMS) - 1 - steps, "distractors")
     rooms = rng.sample(ROOMS, steps + 1 + decoys)
     cells, ways = _walk(rng, steps, WAYS)
     path = rooms[: steps + 1]

@@ -61,9 +61,12 @@ def _ask(pattern: str, question: str) -> tuple[str, ...]:
     return m.groups()
 
 
-def _last_place(events: Sequence[Event], actor: str) -> Event | None:
+def _last_place(events: Sequence[Event], actor: str) -> Event:
     """The actor's latest fact that says where they are, or are not, or may be."""
-    return next((e for e in reversed(events) if e.actor == actor and e.kind in ("at", "not", "either")), None)
+    e = next((e for e in reversed(events) if e.actor == actor and e.kind in ("at", "not", "either")), None)
+    if e is None:
+        raise ValueError(f"no fact before the question tells where {actor} is")
+    return e
 
 
 def _holder(e: Event) -> str | None:
@@ -77,7 +80,9 @@ def _object_events(events: Sequence[Event], obj: str) -> list[Event]:
 
 def _where_object(events: Sequence[Event], obj: str) -> tuple[str, tuple[int, ...]]:
     """Task 2: the object's last fact, then its holder's location (then, or at the drop)."""
-    last = _object_events(events, obj)[-1]
+    if not (moves := _object_events(events, obj)):
+        raise ValueError(f"no fact before the question mentions the {obj}")
+    last = moves[-1]
     holder = _holder(last) or last.actor
     before = events if _holder(last) else [e for e in events if e.id < last.id]
     place = _last_place(before, holder)

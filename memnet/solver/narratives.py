@@ -64,7 +64,10 @@ def _whereabouts(facts: Sequence[Line]) -> dict[str, tuple[str, tuple[int, ...]]
         m = _match(rf"(?:(?:After that|Afterwards|Following that|Then) )?(\w+(?: and \w+)?) {_MOVE}\.", line.text)
         who, place = m.group(1), m.group(2)
         if who in ("he", "she"):
-            actor, first = next((a, i) for a, i in reversed(named) if (a in _FEMALE) == (who == "she"))
+            found = [(a, i) for a, i in reversed(named) if (a in _FEMALE) == (who == "she")]
+            if not found:
+                raise ValueError(f"line {line.id}: {who!r} with no one named before it")
+            actor, first = found[0]
             actors, support = [actor], (first, line.id)
         elif who == "they":
             actors, support = previous[0], (previous[1], line.id)
@@ -79,7 +82,10 @@ def _whereabouts(facts: Sequence[Line]) -> dict[str, tuple[str, tuple[int, ...]]
 
 def _where_is(facts: Sequence[Line], question: str) -> Solution:
     actor = _match(r"Where is (\w+)\?", question).group(1)
-    place, support = _whereabouts(facts)[actor]
+    state = _whereabouts(facts)
+    if actor not in state:
+        raise ValueError(f"no fact before the question tells where {actor} is")
+    place, support = state[actor]
     return Solution(place, support)
 
 
@@ -100,8 +106,12 @@ def time_reasoning(facts: Sequence[Line], question: str) -> Solution:
     for line in facts:
         m = _match(rf"(?:({_WHEN}) )?(\w+) {_MOVE}(?: ({_WHEN}))?\.", line.text)
         if m.group(2) == actor:
+            if not (m.group(1) or m.group(4)):
+                raise ValueError(f"line {line.id}: a move without a time of day")
             day[_TIMES.index((m.group(1) or m.group(4)).lower())] = (m.group(3), line.id)
     # a place visited twice is asked about at its latest visit, as the official files do
     time = max(k for k, (p, _) in day.items() if p == place)
+    if time - 1 not in day:
+        raise ValueError(f"no fact tells where {actor} was before the {place}")
     before, i = day[time - 1]
     return Solution(before, (day[time][1], i))
