@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from memnet.errors import MemnetError
-from memnet.files import atomic_open, atomic_write, kind  # atomic_write: re-exported for checkpoint and train
+from memnet.files import atomic_open, kind
 
 TASK_NAMES = {
     1: "single-supporting-fact",

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from memnet import config as config_module
-from memnet.babi import atomic_write
+from memnet.files import atomic_write
 from memnet.config import MODEL_TYPES, Config, MemN2NConfig
 from memnet.data import Vocab
 from memnet.errors import MemnetError

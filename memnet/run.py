@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from memnet import checkpoint
-from memnet.babi import atomic_write
+from memnet.files import atomic_write
 from memnet.config import Config
 from memnet.errors import MemnetError
 

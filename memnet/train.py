@@ -215,12 +215,12 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
     torch.set_flush_denormal(True)  # near convergence, denormal gradients slow CPU arithmetic tenfold
     device = device_of(cfg)
     S = cfg.train.restarts
-    models = [init_weights(build_model(cfg, vocab), cfg, s).to(device) for s in range(S)]
+    generators = [torch.Generator().manual_seed(cfg.train.seed + s) for s in range(S)]  # each restart's weights, then data order
+    models = [init_weights(build_model(cfg, vocab), cfg, s, generators[s]).to(device) for s in range(S)]
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say), train_data, data["valid"].to(device),
-                [torch.Generator().manual_seed(cfg.train.seed + s) for s in range(S)], run, linear_epochs, say,
-                Best.empty(S))
+                generators, run, linear_epochs, say, Best.empty(S))
     if cfg.train.linear_start_epochs and not linear_epochs:
         say(f"linear start: skipped ({cfg.model.type} has no softmax-free phase)")
     if state:

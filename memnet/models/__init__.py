@@ -37,10 +37,11 @@ def build_model(cfg: Config, vocab: Vocab) -> nn.Module:
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 
-def init_weights(model: nn.Module, cfg: Config, seed: int) -> nn.Module:
-    """Draw the model's starting weights for restart `seed` (train.seed + s): its own generator,
+def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Generator | None = None) -> nn.Module:
+    """Draw the model's starting weights for restart `seed`, from `generator` (default: a new one
+    seeded train.seed + seed; the trainer passes the one that then orders that restart's data),
     so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper."""
-    generator = torch.Generator().manual_seed(cfg.train.seed + seed)
+    generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
     if isinstance(m, MemN2NConfig) and m.alternate_init and seed % 2 == 1:
         model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False)
