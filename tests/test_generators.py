@@ -11,7 +11,7 @@ from memnet.solver import check
 
 TASKS = [*range(1, 21), CHAIN]
 
-# Official train questions the solver disagrees with, as measured (README: "Generate, show,
+# Official train questions the solver disagrees with, as measured (docs/generator.md: "Generate, show,
 # check"); a solver regression raises these counts.
 OFFICIAL_DISAGREEMENTS = {5: 2, 16: 86, 18: 60}
 
