@@ -187,20 +187,28 @@ JIT = dict(cache=True, nogil=True, fastmath=True, error_model="numpy")
 @numba.njit(**JIT)
 def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper, K, d):
     """One seed's epoch of SGD steps; its parameters (emb, temporal, halt_w, halt_b, H,
-    log_penalty) are updated in place. Returns the summed loss."""
+    log_penalty) are updated in place. Returns the summed loss. Per question: the forward pass
+    (_embed, _hops), the answers and the loss, then the backward pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty = params
-    words = data[0]
-    lr, max_norm = hyper[0], hyper[3]
+    words, coef, n_words, length, answer, support, n_support = data
+    linear, layerwise, masking, soft, null, readout, stopping = flags
+    lr, halt_cost, supervision, max_norm = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty((n_answers, d), np.float32))
-    work = _workspace(M1, Td, K, d, n_answers)
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
+    x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
+        _workspace(M1, Td, K, d, n_answers)
+    ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
+    pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
+    g_u, g_o, g_next = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)  # ∂u, ∂o, ∂u^{k+1}
+    states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
+    first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
     total = 0.0
     N = order.shape[0]
     for start in range(0, N, batch_size):
-        g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
         g_emb[:] = 0.0
         g_halt_w[:] = 0.0
         g_halt_b[:] = 0.0
@@ -208,11 +216,27 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_log_penalty[:] = 0.0
         g_W[:] = 0.0
         _answer_rows(W, emb, answer_bag)
+        penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
-            loss, age = _question(params, grads, work, W, data, order[b], ages[b], e, flags, hyper, K, d)
-            total += loss
-            aged = max(aged, age)
+            q = order[b]
+            L, target = length[q], answer[q]
+            _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
+            _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
+            _answer_probs(W, states, probs, ce, target, first)
+            _halting(halt_w, halt_b, states, h, reach, pi, stopping)
+            for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
+                cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
+                total += pi[r] * cost[r]
+            g_scores[:] = 0.0
+            if supervision > 0:
+                total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision, stopping)
+            _state_grads(W, g_W, states, probs, pi, g_state, target, first)
+            if stopping:
+                _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
+            _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty,
+                           g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout)
+            aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
 
@@ -226,45 +250,8 @@ def _workspace(M1, Td, K, d, n_answers):
     attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)  # may attend; soft masking's chosen
     u, reads, g_state = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32), np.empty((K, d), np.float32)
     probs = np.empty((K, n_answers), np.float32)  # â_k
-    halting = np.empty((5, K), np.float32)  # CE(â_k), h_k, reach_k = Π_{j<k}(1 - h_j), π_k, ∂loss/∂π_k
-    vectors = np.empty((3, d), np.float32)  # ∂u, ∂o, ∂u^{k+1}
     g_p = np.empty(M1, np.float32)
-    return x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, halting, vectors, g_p
-
-
-@numba.njit(**JIT, inline="always")
-def _question(params, grads, work, W, data, q, ages, e, flags, hyper, K, d):
-    """One question's forward pass, loss and backward pass, its gradients added to `grads`.
-    Returns (its loss, how many rows of T(i) it touched)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty = params
-    words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, stopping = flags
-    halt_cost, supervision = hyper[1], hyper[2]
-    x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, halting, vectors, g_p = work
-    ce, cost = halting[0], halting[4]
-    L = length[q]
-    penalty = np.exp(log_penalty[0])
-    _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages, L, d, e)
-    _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
-    states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
-    first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
-    target = answer[q]
-    _answer_probs(W, states, probs, ce, target, first)
-    _halting(halt_w, halt_b, states, halting, stopping)
-    pi = halting[3]
-    loss = 0.0
-    for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
-        cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
-        loss += pi[r] * cost[r]
-    g_scores[:] = 0.0
-    if supervision > 0:
-        loss += _supervise(scores, g_scores, attends, halting, support[q], n_support[q], L, supervision, stopping)
-    _state_grads(W, grads[6], states, probs, pi, g_state, target, first)
-    if stopping:
-        _halting_backward(halt_w, grads[2], grads[3], states, halting, g_state)
-    _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, grads[4], grads[5], vectors,
-                   g_p, penalty, L, linear, layerwise, readout)
-    return loss, _table_grads(grads[0], grads[1], g_x, words[q], coef[q], n_words[q], ages, L, d, e)
+    return x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p
 
 
 @numba.njit(**JIT, inline="always")
@@ -294,10 +281,10 @@ def _answer_probs(W, states, probs, ce, target, first):
 
 
 @numba.njit(**JIT, inline="always")
-def _halting(halt_w, halt_b, states, halting, stopping):
-    """π_k = h_k Π_{j<k} (1 - h_j), h_k = σ(w_h · state_k + b_h), h_K = 1; without stopping π = (0, .., 1)."""
+def _halting(halt_w, halt_b, states, h, reach, pi, stopping):
+    """π_k = h_k Π_{j<k} (1 - h_j) (reach_k = Π_{j<k} (1 - h_j)), h_k = σ(w_h · state_k + b_h),
+    h_K = 1; without stopping π = (0, .., 1)."""
     K, d = states.shape
-    h, reach, pi = halting[1], halting[2], halting[3]
     pi[:] = 0.0
     pi[K - 1] = 1.0
     if stopping:
@@ -313,11 +300,10 @@ def _halting(halt_w, halt_b, states, halting, stopping):
 
 
 @numba.njit(**JIT, inline="always")
-def _supervise(scores, g_scores, attends, halting, support, n_support, L, supervision, stopping):
+def _supervise(scores, g_scores, attends, pi, cost, support, n_support, L, supervision, stopping):
     """Attention supervision: hop k's scores pulled to the k-th supporting fact, the halting to
     their number. Returns its loss; fills g_scores and adds to ∂loss/∂π."""
     K = scores.shape[0]
-    pi, cost = halting[3], halting[4]
     loss = 0.0
     for hop in range(min(K, support.shape[0])):
         fact = support[hop] + 1  # its slot; 0: none, or out of memory
@@ -362,11 +348,10 @@ def _state_grads(W, g_W, states, probs, pi, g_state, target, first):
 
 
 @numba.njit(**JIT, inline="always")
-def _halting_backward(halt_w, g_halt_w, g_halt_b, states, halting, g_state):
+def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state):
     """∂h_j = reach_j (cost_j - Σ_{k>j} cost_k h_k Π_{j<i<k} (1 - h_i)), cost_k = ∂loss/∂π_k;
     through σ into the halting unit and the states."""
     K, d = states.shape
-    h, reach, cost = halting[1], halting[2], halting[4]
     later = np.float32(0.0)
     for r in range(K - 2, -1, -1):
         later = cost[r + 1] * h[r + 1] + (np.float32(1.0) - h[r + 1]) * later
@@ -378,12 +363,11 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, halting, g_state):
 
 
 @numba.njit(**JIT, inline="always")
-def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty, vectors,
-                   g_p, penalty, L, linear, layerwise, readout):
+def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty, g_u, g_o,
+                   g_next, g_p, penalty, L, linear, layerwise, readout):
     """Back through the K hops, from ∂state_k (g_state) and ∂score (g_scores) to ∂x (g_x: each
     table on each slot), ∂H and ∂log_penalty."""
     K, d = p.shape[0], u.shape[1]
-    g_u, g_o, g_next = vectors[0], vectors[1], vectors[2]
     g_x[:L + 1] = 0.0
     g_u[:] = 0.0
     if not readout:
