@@ -103,6 +103,9 @@ class TrainConfig:
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
+    # the run's model averages the answer distributions of every restart's best weights (its
+    # attention tables are the best restart's) instead of keeping the best restart alone
+    ensemble: bool = False  # the model is the ensemble of all restarts
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,

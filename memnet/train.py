@@ -216,7 +216,7 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
     device = device_of(cfg)
     S = cfg.train.restarts
     generators = [torch.Generator().manual_seed(cfg.train.seed + s) for s in range(S)]  # each restart's weights, then data order
-    models = [init_weights(build_model(cfg, vocab), cfg, s, generators[s]).to(device) for s in range(S)]
+    models = [init_weights(build_model(cfg, vocab, restart=True), cfg, s, generators[s]).to(device) for s in range(S)]
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say), train_data, data["valid"].to(device),
@@ -278,7 +278,7 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
         best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
     seed = best.seed
     if run is not None and improved[seed]:
-        run.save_model({"state_dict": best.states[seed], "config": loop.cfg.to_dict(), "vocab": loop.vocab.to_dict(),
+        run.save_model({"state_dict": model_state(loop), "config": loop.cfg.to_dict(), "vocab": loop.vocab.to_dict(),
                         "step": loop.step, "best_metric": float(best.accuracy[seed])})
     seconds = time.perf_counter() - loop.started
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
@@ -287,6 +287,17 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
         run.log({"epoch": loop.epoch, "step": loop.step, "lr": lr, "loss": loss, "train_accuracy": train_acc.tolist(),
                  "valid_accuracy": valid_acc.tolist(), "best_valid_accuracy": float(best.accuracy[seed]),
                  "best_seed": seed, "seconds": round(seconds, 3)})
+
+
+def model_state(loop: Loop) -> dict[str, torch.Tensor]:
+    """The run's model's weights: the best restart's, or with train.ensemble every restart's
+    best (members.0 the best restart; one not chosen yet stands in with the best's weights)."""
+    best = loop.best
+    if not (loop.cfg.train.ensemble and len(best.states) > 1):
+        return best.states[best.seed]
+    order = [best.seed] + [s for s in range(len(best.states)) if s != best.seed]
+    return {f"members.{i}.{name}": value for i, s in enumerate(order)
+            for name, value in (best.states[s] or best.states[best.seed]).items()}
 
 
 def save_last(loop: Loop) -> None:
@@ -324,7 +335,7 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
     if not best.chosen:  # interrupted during linear start
         return result
     model = build_model(loop.cfg, loop.vocab)
-    model.load_state_dict(best.states[best.seed])
+    model.load_state_dict(model_state(loop))
     model.to(device)
     result["valid"] = evaluate(model, loop.valid)
     if test is not None:

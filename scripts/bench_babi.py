@@ -41,10 +41,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0,
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
-         "model.alternate_init": False}
+         "model.alternate_init": False, "train.ensemble": False}
 # the transformer readers' settings that memnet/config.py's defaults could change
 TRANSFORMER = {"model.stopping": False, "model.init_std": 0.1, "model.vocabulary_softmax": False,
-               "train.attention_supervision": 0.0}
+               "train.attention_supervision": 0.0, "train.ensemble": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     # the paper's recipe with padding masked and no null memory: a hop must read something
@@ -57,6 +57,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "zero": {"model.temporal_zero_init": True, "model.init_std": 0.3},
     # +T0 on even seeds, the paper's initialisation on odd ones: the best on validation chooses
     "alt": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True},
+    # alt's 10 restarts as one model: their answer distributions averaged (train.ensemble)
+    "alt_ens": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                "train.ensemble": True},
     # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
@@ -72,7 +75,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "universal": {"model.type": "universal", "model.layers": 3, "model.stopping": True},
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 

@@ -281,3 +281,18 @@ def test_gradients_match_finite_differences(data):
 
     params = tuple(p.detach().requires_grad_() for p in model.parameters())
     assert torch.autograd.gradcheck(loss, params, fast_mode=True)
+
+
+def test_an_ensemble_averages_its_members_answer_distributions(data, tmp_path):
+    _, vocab, batch = data
+    cfg = load(None, {"train.restarts": 3, "train.ensemble": True})
+    members = [make(vocab, seed=s) for s in range(3)]
+    ensemble = build_model(cfg, vocab)
+    ensemble.load_state_dict({f"members.{i}.{k}": v for i, m in enumerate(members) for k, v in m.state_dict().items()})
+    r = ensemble(batch)
+    mean = torch.stack([m(batch).logits.softmax(-1) for m in members]).mean(0)  # (3, A)
+    assert torch.allclose(r.logits.exp(), mean, atol=1e-6)
+    assert torch.equal(r.attention, members[0](batch).attention)  # the first member's attention
+    checkpoint.save(tmp_path / "e.pt", ensemble, cfg, vocab, step=1, best_metric=0.5)
+    loaded, *_ = checkpoint.load(tmp_path / "e.pt")
+    assert torch.allclose(loaded(batch).logits, r.logits)

@@ -190,3 +190,12 @@ def test_metrics_are_strict_json_and_a_diverging_run_stops(tiny, tmp_path, capsy
     assert "training stopped at epoch" in err and "is not finite" in err
     for line in (run / "metrics.jsonl").read_text().splitlines() if (run / "metrics.jsonl").exists() else []:
         json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
+
+
+def test_an_ensemble_run_saves_every_restart_and_answers_with_their_mean(tiny, tmp_path):
+    result = train(quick(tiny, **{"train.restarts": 2, "train.ensemble": True}), RunFolder(tmp_path / "run"), progress=False)
+    model, cfg, _, payload = checkpoint.load(result["saved"])
+    assert type(model).__name__ == "Ensemble" and len(model.members) == 2
+    assert {k.split(".")[1] for k in payload["state_dict"]} == {"0", "1"}
+    best = result["best_seed"]
+    assert payload["best_metric"] == pytest.approx(result["valid_accuracy_per_seed"][best])

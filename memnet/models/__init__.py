@@ -12,15 +12,20 @@ from torch import nn
 
 from memnet.config import Config, MemN2NConfig, TransformerConfig
 from memnet.data import Vocab
+from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
 
-__all__ = ["HALT_REASONS", "MemN2N", "Result", "Transformer", "build_model", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Result", "Transformer", "build_model", "init_weights", "n_parameters"]
 
 
-def build_model(cfg: Config, vocab: Vocab) -> nn.Module:
-    """The model cfg.model.type names, for this vocabulary, with fresh weights (seed 0)."""
+def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:
+    """The run's model: the one cfg.model.type names, for this vocabulary, with fresh weights
+    (seed 0); with train.ensemble, an Ensemble of train.restarts of them. `restart`: one
+    restart's model, never an ensemble (what the trainer trains)."""
+    if cfg.train.ensemble and cfg.train.restarts > 1 and not restart:
+        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(cfg.train.restarts)])
     m = cfg.model
     if isinstance(m, MemN2NConfig):
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
