@@ -611,3 +611,73 @@ def test_overrides_raise_only_config_errors(overrides):
         config.apply_overrides(config.Config(), overrides)
     except config.ConfigError as e:  # anything else (TypeError, AttributeError, ...) fails the test
         assert str(e)
+
+
+# ---------------------------------------------------------------------------- training values and faults
+
+TRAIN_VALUES = [
+    ("--model.hops=0", "model.hops: expected between 1 and 20, found 0"),
+    ("--model.hops=-1", "model.hops: expected between 1 and 20, found -1"),
+    ("--model.dim=0", "model.dim: expected >= 1, found 0"),
+    ("--train.batch_size=0", "train.batch_size: expected >= 1, found 0"),
+    ("--train.restarts=-2", "train.restarts: expected between 1 and 1000, found -2"),
+    ("--train.eval_every=0", "train.eval_every: expected >= 1, found 0"),
+    ("--train.lr_decay_every=0", "train.lr_decay_every: expected >= 1, found 0"),
+    ("--data.memory_size=0", "data.memory_size: expected >= 1, found 0"),
+    ("--train.threads=0", "train.threads: expected between 1 and 256, found 0"),
+    ("--train.lr=nan", "train.lr: expected a finite number > 0, found nan"),
+    ("--train.lr=inf", "train.lr: expected a finite number > 0, found inf"),
+    ("--model.init_std=nan", "model.init_std: expected a finite number > 0, found nan"),
+    ("--train.epochs=0", "train.epochs: expected >= 1, found 0"),
+    ("--train.device=tpu", "train.device: expected cpu, cuda, cuda:N or mps, found 'tpu'"),
+    ("--train.device=cuda:7", "train.device: cuda:7 is not available here"),
+    ("--model.masking=sometimes", "model.masking: expected one of off, hard, soft; found 'sometimes'"),
+    ("--model.layers=2", "model.layers: a setting of model.type transformer and universal, not of memn2n"),
+]
+
+
+@pytest.mark.parametrize("override, message", TRAIN_VALUES, ids=[o for o, _ in TRAIN_VALUES])
+def test_train_refuses_bad_values_and_writes_nothing(capsys, tiny, tmp_path, override, message):
+    if "cuda:7" in override and __import__("torch").cuda.is_available():
+        pytest.skip("a machine with a GPU")
+    code, out, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", tmp_path / "run", "--quiet", override)
+    assert_one_line(code, err, "train", message)
+    assert not (tmp_path / "run").exists() or files(tmp_path / "run") == {}
+
+
+def test_train_with_a_config_file_that_is_not_utf8(capsys, tiny, tmp_path):
+    bad = tmp_path / "c.yaml"
+    bad.write_bytes(b"train:\n  lr: \xff\n")
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", tmp_path / "run", "--config", bad)
+    assert_one_line(code, err, "train", "c.yaml: expected a UTF-8 text file, found byte 0xff")
+
+
+def test_train_into_a_path_where_a_file_stands(capsys, tiny, tmp_path):
+    (tmp_path / "run").write_text("mine")
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", tmp_path / "run", "--quiet")
+    assert_one_line(code, err, "train", "expected a run folder, found a file")
+    assert (tmp_path / "run").read_text() == "mine"
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("model", "not a mapping", "the checkpoint's config is not a mapping of sections"),
+    ("model", {"type": "memn2n", "hops": "three"}, "model.hops: expected int, found 'three'"),
+    ("train", {"lr": float("nan")}, "train.lr: expected a finite number > 0"),
+])
+@pytest.mark.parametrize("command", ["eval", "inspect"])
+def test_a_checkpoint_with_a_malformed_config(capsys, inspect_run, tmp_path, field, value, message, command):
+    from memnet import checkpoint
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    payload["config"][field] = value
+    checkpoint.write(tmp_path / "bad.pt", {k: v for k, v in payload.items() if k != "format"})
+    code, _, err = run(capsys, command, "--checkpoint", tmp_path / "bad.pt", "--data", inspect_run["data"])
+    assert_one_line(code, err, command, message)
+
+
+def test_eval_warns_about_a_checkpoint_with_weights_that_are_not_finite(capsys, inspect_run, tmp_path):
+    from memnet import checkpoint
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    payload["state_dict"]["tables"] = payload["state_dict"]["tables"] * float("nan")
+    checkpoint.write(tmp_path / "nan.pt", {k: v for k, v in payload.items() if k != "format"})
+    code, _, err = run(capsys, "eval", "--checkpoint", tmp_path / "nan.pt", "--data", inspect_run["data"])
+    assert code == 0 and "holds weights that are not finite (tables): its answers mean nothing" in err
