@@ -89,7 +89,7 @@ MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": Transform
 
 @dataclass
 class TrainConfig:
-    epochs: int = 100
+    epochs: int = 100  # epochs of the schedule (after linear start)
     batch_size: int = 32  # questions per SGD step
     lr: float = 0.01  # learning rate
     lr_decay_every: int = 25  # halve the learning rate every this many epochs

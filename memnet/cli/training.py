@@ -52,7 +52,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None:
     """One --section.key flag per config field, its help the field's comment in memnet/config.py
     and its default what the config file `path` sets (else the built-in default)."""
-    comments = dict(re.findall(r"^    (\w+): [^=]+= [^#\n]+#\s*(.+)$", inspect.getsource(config), re.M))
     try:
         start = config.load(path)
     except ConfigError:  # a broken file is reported when a run loads it; the help still shows
@@ -60,9 +59,12 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     origin = f"in {path.name}" if path is not None else "built in"
     sections = [("data", config.DataConfig), ("model", config.MemN2NConfig), ("model", config.TransformerConfig),
                 ("train", config.TrainConfig)]
+    shared = {f.name for f in dataclasses.fields(config.MemN2NConfig)} & {f.name for f in dataclasses.fields(config.TransformerConfig)}
     group = parser.add_argument_group(f"config overrides (applied after --config; defaults as {origin})")
     seen = set()
     for section, cls in sections:
+        comments = dict(re.findall(r"^    (\w+): [^=]+= [^#\n]+#\s*(.+)$", inspect.getsource(cls), re.M))
+        comments["type"] = f"the model: {', '.join(config.MODEL_TYPES)} (each has its own settings)"
         for f in dataclasses.fields(cls):
             key = f"{section}.{f.name}"
             if key in seen:
@@ -70,15 +72,10 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
             seen.add(key)
             current = getattr(getattr(start, section), f.name, None)
             default = current if current is not None else getattr(cls(), f.name)
-            only = "" if section != "model" or f.name in _shared_model_fields() else f" [{cls.__name__.removesuffix('Config').lower()} only]"
+            only = "" if section != "model" or f.name in shared else f" [{cls.__name__.removesuffix('Config').lower()} only]"
             group.add_argument(f"--{key}", dest=f"override:{key}", default=argparse.SUPPRESS,
                                metavar=type(default).__name__.upper(),
-                               help=f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default})")
-
-
-def _shared_model_fields() -> set[str]:
-    return ({f.name for f in dataclasses.fields(config.MemN2NConfig)}
-            & {f.name for f in dataclasses.fields(config.TransformerConfig)})
+                               help=f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default!r})")
 
 
 def default_config() -> Path | None:
