@@ -1,0 +1,181 @@
+"""The reference model's forward pass against an independent NumPy re-statement of the paper's
+equations (the docstring of memnet/models/memn2n.py), on a 2-sentence, 2-hop example, for each
+switch. The NumPy code below never calls the model's helpers: it reads the weights and redoes
+the arithmetic one question, one hop, one memory at a time."""
+import numpy as np
+import pytest
+import torch
+
+from memnet.data import Batch
+from memnet.models import MemN2N
+
+V, D, M, K = 8, 4, 3, 2  # vocabulary, embedding size, memory slots (2 sentences + 1 padding), hops
+ANSWERS = [[5], [6], [6, 7]]  # answer classes as word ids; the last one is a two-word phrase
+
+
+def example() -> Batch:
+    """Two questions over two sentences each (the third memory slot is padding)."""
+    story = torch.tensor([[[1, 2, 3, 0], [4, 1, 0, 0], [0, 0, 0, 0]],
+                          [[2, 5, 0, 0], [3, 3, 6, 7], [0, 0, 0, 0]]])  # (2, 3, 4)
+    return Batch(story=story, query=torch.tensor([[1, 4, 0], [7, 2, 3]]), length=torch.tensor([2, 2]),
+                 answer=torch.tensor([0, 2]), support=torch.tensor([[1, 0], [0, -1]]), n_support=torch.tensor([2, 1]),
+                 task=torch.tensor([1, 1]), time=torch.tensor([[1, 0, 2], [2, 0, 0]]))
+
+
+def model(**switches) -> MemN2N:
+    m = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M, dim=D, hops=K, **switches)
+    m.reset_parameters(torch.Generator().manual_seed(3), std=0.6)  # large weights: peaked attention
+    m.eval()
+    return m
+
+
+def weights(m: MemN2N) -> dict[str, np.ndarray]:
+    return {name: p.detach().double().numpy() for name, p in m.named_parameters()}
+
+
+def sentence(words, E: np.ndarray, encoding: str) -> np.ndarray:
+    """Σ_j l_j · E x_j over the sentence's J real words; l_kj = (1 - j/J) - (k/d)(1 - 2j/J)."""
+    real = [w for w in words if w != 0]
+    J, out = len(real), np.zeros(D)
+    for j, w in enumerate(real, start=1):
+        if encoding == "pe":
+            l = np.array([(1 - j / J) - (k / D) * (1 - 2 * j / J) for k in range(1, D + 1)])
+        else:
+            l = np.ones(D)
+        out += l * E[w]
+    return out
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum()
+
+
+def reference(m: MemN2N, batch: Batch) -> list[dict]:
+    """Per question: attention per hop (K, M), hop logits (K, A), halting h and π, hops used, logits."""
+    w = weights(m)
+    tables, T = w["tables"], w.get("temporal")
+    adjacent = m.tying == "adjacent"
+    B_, A_, C_ = (0, None, None) if adjacent else (0, 1, 2)
+    W = np.array([sum(tables[-1][x] for x in words) for words in ANSWERS])  # (A, d) rows of C^K
+    out = []
+    for b in range(len(batch)):
+        story, ages, n = batch.story[b].tolist(), batch.time[b].tolist(), int(batch.length[b])
+        u = sentence(batch.query[b].tolist(), tables[B_], m.encoding)  # u^1
+        visited, attention, states = set(), [], []
+        for k in range(K):
+            a_t, c_t = (k, k + 1) if adjacent else (A_, C_)  # A^{k+1} = C^k when adjacent
+            mem = [sentence(story[i], tables[a_t], m.encoding) + (T[a_t][ages[i]] if T is not None else 0) for i in range(n)]
+            out_mem = [sentence(story[i], tables[c_t], m.encoding) + (T[c_t][ages[i]] if T is not None else 0) for i in range(n)]
+            scores = np.array([u @ mi for mi in mem])
+            if m.masking == "soft":
+                scores = scores - np.exp(w["log_penalty"][0]) * np.array([i in visited for i in range(n)])
+            allowed = [i for i in range(n) if not (m.masking == "hard" and i in visited)]
+            p = np.zeros(M)
+            if m.linear:
+                p[allowed] = scores[allowed]
+            elif m.null_memory:
+                p[allowed] = softmax(np.concatenate([[0.0], scores[allowed]]))[1:]
+            else:
+                p[allowed] = softmax(scores[allowed])
+            o = sum(p[i] * out_mem[i] for i in range(n))
+            u_next = (w["H"] @ u if not adjacent else u) + o
+            if m.masking != "off" and p.max() > 0:
+                visited.add(int(p.argmax()))
+            attention.append(p)
+            states.append(o if m.answer_from == "readout" else u_next)
+            u = u_next
+        hop_logits = np.array([W @ s for s in states])  # (K, A)
+        q = {"attention": np.array(attention), "hop_logits": hop_logits, "hops_used": K, "halted": False,
+             "halt_probs": np.eye(K)[K - 1]}
+        if m.stopping:
+            h = [1 / (1 + np.exp(-(w["halt_w"] @ s + w["halt_b"][0]))) for s in states]
+            h_last_forced = h[:-1] + [1.0]
+            q["halt_probs"] = np.array([h_last_forced[k] * np.prod([1 - h_last_forced[j] for j in range(k)])
+                                        for k in range(K)])
+            q["hops_used"] = next((k + 1 for k in range(K) if h[k] > m.halt_threshold), K)
+            q["halted"] = bool(h[q["hops_used"] - 1] > m.halt_threshold)
+            q["attention"][q["hops_used"]:] = 0
+        q["logits"] = hop_logits[q["hops_used"] - 1]
+        out.append(q)
+    return out
+
+
+SWITCHES = {
+    "pe, temporal, adjacent, null memory": {},
+    "bag of words": {"encoding": "bow"},
+    "no temporal encoding": {"temporal": False},
+    "layer-wise tying": {"tying": "layerwise"},
+    "no null memory": {"null_memory": False},
+    "hard masking": {"masking": "hard"},
+    "soft masking": {"masking": "soft"},
+    "answer from the read-out": {"answer_from": "readout"},
+    "stopping": {"stopping": True},
+    "stopping from the read-out": {"stopping": True, "answer_from": "readout"},
+    "bow, layer-wise, hard masking, no null memory": {"encoding": "bow", "tying": "layerwise", "masking": "hard",
+                                                     "null_memory": False},
+}
+
+
+@pytest.mark.parametrize("switches", SWITCHES.values(), ids=SWITCHES.keys())
+def test_forward_matches_the_equations(switches):
+    m = model(**switches)
+    if m.masking == "soft":
+        with torch.no_grad():
+            m.log_penalty.fill_(0.7)  # a penalty of e^0.7, not the starting e^0 = 1
+    batch = example()
+    with torch.no_grad():
+        got = m(batch)
+    for b, want in enumerate(reference(m, batch)):
+        assert got.attention[b].double().numpy() == pytest.approx(want["attention"], abs=1e-5)
+        assert got.hop_logits[b].double().numpy() == pytest.approx(want["hop_logits"], abs=1e-4)
+        assert got.logits[b].double().numpy() == pytest.approx(want["logits"], abs=1e-4)
+        assert got.halt_probs[b].double().numpy() == pytest.approx(want["halt_probs"], abs=1e-5)
+        assert int(got.hops_used[b]) == want["hops_used"]
+        assert bool(got.halted[b]) == want["halted"]
+    assert float(got.attention[:, :, 2].abs().sum()) == 0.0  # the padding slot is never read
+
+
+def test_linear_start_has_no_softmax():
+    m = model()
+    m.linear = True
+    batch = example()
+    with torch.no_grad():
+        got = m(batch)
+    for b, want in enumerate(reference(m, batch)):
+        assert got.attention[b].double().numpy() == pytest.approx(want["attention"], abs=1e-5)
+        assert got.logits[b].double().numpy() == pytest.approx(want["logits"], abs=1e-4)
+    assert not torch.allclose(got.attention.sum(-1), torch.ones(2, K))  # raw scores, not a distribution
+
+
+def test_hard_masking_moves_the_second_hop_off_the_first_hops_choice():
+    m, batch = model(masking="hard"), example()
+    with torch.no_grad():
+        got, free = m(batch), model()(batch)
+    first = got.attention[:, 0].argmax(-1)
+    assert torch.all(got.attention[torch.arange(2), 1, first] == 0)  # exactly 0, not small
+    assert torch.equal(got.attention[:, 0], free.attention[:, 0])  # hop 1 is untouched by masking
+
+
+def test_the_stopping_rule_halts_where_the_halting_unit_passes_the_threshold():
+    """Set the halting bias between the two questions' w·u^2, so that one stops after hop 1
+    and the other goes on: the example then shows both outcomes, each against the equations."""
+    m, batch = model(stopping=True), example()
+    with torch.no_grad():
+        base = m(batch)
+        # h_1 = σ(w·u^2 + b): put b between the two questions' w·u^2
+        wu = torch.logit(base.halt_probs[:, 0].double()) - float(m.halt_b)  # (2,) w·u^2
+        lo, hi = sorted(wu.tolist())
+        m.halt_b.fill_(-(lo + hi) / 2)
+        got = m(batch)
+    want = reference(m, batch)
+    assert sorted(int(h) for h in got.hops_used) == [1, 2]
+    for b in range(2):
+        assert int(got.hops_used[b]) == want[b]["hops_used"]
+        assert bool(got.halted[b]) == want[b]["halted"] == (want[b]["hops_used"] == 1)
+        assert got.halt_probs[b].double().numpy() == pytest.approx(want[b]["halt_probs"], abs=1e-5)
+        assert got.logits[b].double().numpy() == pytest.approx(want[b]["logits"], abs=1e-4)
+        assert got.attention[b].double().numpy() == pytest.approx(want[b]["attention"], abs=1e-5)
+    stopped = int(got.hops_used.argmin())
+    assert float(got.attention[stopped, 1].abs().sum()) == 0.0  # the hop not taken reads nothing
+    assert float(got.halt_probs.sum(-1).sub(1).abs().max()) < 1e-6  # π is a distribution
