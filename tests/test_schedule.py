@@ -2,6 +2,8 @@
 rate per epoch, linear start, which seed and epoch are chosen (on valid accuracy, never during
 linear start), the train/valid split carved from a training file, and the joint run's schedule."""
 import json
+import re
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -10,8 +12,9 @@ import torch
 import memnet.train as train_module
 from memnet import checkpoint, config, generator
 from memnet.data import read_splits
+from memnet.errors import MemnetError
 from memnet.run import RunFolder
-from memnet.train import schedule, train
+from memnet.train import diverged, log_line, schedule, train
 
 
 def lines_of(run) -> list[dict]:
@@ -48,7 +51,7 @@ def test_schedule_function():
 
 # valid and train accuracy per evaluation (epochs 1..4, epoch 1 in linear start) and seed: the
 # linear-start epoch has the best valid accuracy of all, and train would choose another epoch
-VALID = [[0.9, 0.9], [0.3, 0.5], [0.6, 0.4], [0.2, 0.55]]
+VALID = [[0.9, 0.9], [0.3, 0.5], [0.6, 0.4], [0.6, 0.55]]  # seed 0 ties its best at epoch 4: epoch 3 stays
 TRAIN = [[0.1, 0.1], [0.9, 0.2], [0.1, 0.3], [0.99, 0.3]]
 
 
@@ -65,8 +68,8 @@ def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list):
             split = "valid" if len(batch) == n_valid else "train"
             i = calls[split]
             calls[split] += 1
+            assert linear == (i == 0)  # epoch 1 is the linear start: both splits scored without the softmax
             if split == "valid":
-                assert linear == (i == 0)  # epoch 1 is the linear start
                 snapshots.append({k: v.clone() for k, v in path.state_dict(0).items()})
             return np.array(VALID[i] if split == "valid" else TRAIN[i])
 
@@ -76,13 +79,19 @@ def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list):
     monkeypatch.setattr(train_module, "training_path", path_with_scripted_accuracy)
 
 
-def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(tiny, tmp_path, monkeypatch):
+def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(tiny, tmp_path, monkeypatch, capsys):
     snapshots: list = []
     scripted_accuracy(monkeypatch, n_valid=100, snapshots=snapshots)
     cfg = config.load(None, {"data.dir": str(tiny), "data.task": "1", "train.epochs": 3, "train.eval_every": 1,
                              "train.linear_start_epochs": 1, "train.restarts": 2})
-    result = train(cfg, RunFolder(tmp_path / "run"), progress=False, log=False)
+    result = train(cfg, RunFolder(tmp_path / "run"), progress=False)
     assert len(snapshots) == 4
+    log = [line for line in capsys.readouterr().out.splitlines() if line.startswith("epoch")]
+    shown = [re.sub(r"loss +[\d.]+| *[\d.]+s$", "", line) for line in log]  # loss and time vary
+    assert shown == ["epoch    1/4 | lr 0.00500 |  | train  10.0% | valid  90.0% | best     - (seed 0) |",
+                     "epoch    2/4 | lr 0.01000 |  | train  20.0% | valid  50.0% | best  50.0% (seed 1) |",
+                     "epoch    3/4 | lr 0.01000 |  | train  10.0% | valid  60.0% | best  60.0% (seed 0) |",
+                     "epoch    4/4 | lr 0.01000 |  | train  99.0% | valid  60.0% | best  60.0% (seed 0) |"]
     # valid: seed 0's best is 0.6 at epoch 3, seed 1's 0.55 at epoch 4 (epoch 1's 0.9 does not count)
     assert result["best_seed"] == 0 and result["best_epoch"] == 3
     assert result["valid_accuracy_per_seed"] == pytest.approx([0.6, 0.55])
@@ -90,9 +99,15 @@ def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(
     assert [line["best_seed"] for line in epochs] == [0, 1, 0, 0]
     assert [line["best_valid_accuracy"] for line in epochs] == pytest.approx([-1.0, 0.5, 0.6, 0.6])
     assert [line["train_accuracy"] for line in epochs] == TRAIN and [line["valid_accuracy"] for line in epochs] == VALID
+    assert all(set(line) == {"epoch", "step", "lr", "loss", "train_accuracy", "valid_accuracy", "best_valid_accuracy",
+                             "best_seed", "seconds"} for line in epochs)
+    assert all(isinstance(line["loss"], float) and line["loss"] > 0 for line in epochs)
+    seconds = [line["seconds"] for line in epochs]  # since the start, in ms steps
+    assert seconds == sorted(seconds) and seconds[-1] <= result["seconds"]
+    assert all(isinstance(t, float) and t == round(t, 3) for t in seconds)
     # the chosen model is seed 0's weights after epoch 3, in the result and in model.pt
     model, _, _, payload = checkpoint.load(tmp_path / "run" / "model.pt")
-    assert payload["best_metric"] == pytest.approx(0.6)
+    assert payload["best_metric"] == pytest.approx(0.6) and payload["step"] == 3 * 16  # saved after epoch 3
     for name, value in snapshots[2].items():
         assert torch.equal(result["model"].state_dict()[name], value)
         assert torch.equal(model.state_dict()[name], value)
@@ -136,3 +151,45 @@ def test_a_joint_run_takes_the_joint_schedule(tmp_path):
     assert [line["lr"] for line in epochs] == pytest.approx([0.02, 0.01, 0.005])
     assert config.load(tmp_path / "run" / "config.yaml").model.dim == 8
     assert result["model"].dim == 8 and set(result["valid"]["tasks"]) == {"1", "2"}
+
+
+def test_log_line_and_the_divergence_message(tmp_path):
+    assert log_line(3, 10, 0.005, 1.23456, 0.5, 0.25, 0.0, 1, 12.34) == (
+        "epoch    3/10 | lr 0.00500 | loss  1.2346 | train  50.0% | valid  25.0% | best   0.0% (seed 1) |   12.3s")
+    assert "| best     - (seed 0) |" in log_line(1, 2, 0.01, 0.0, 0.0, 0.0, -1.0, 0, 0.0)  # none chosen yet
+    loop = SimpleNamespace(epoch=3, run=None)
+    with pytest.raises(MemnetError) as error:
+        diverged(loop, np.array([1.0, np.nan, 2.0, np.inf]))
+    assert str(error.value) == ("training stopped at epoch 3: the loss of seed 1, 3 is not finite "
+                                "(try a smaller train.lr or model.init_std); no model was saved")
+    loop.run = RunFolder(tmp_path / "run")
+    with pytest.raises(MemnetError, match=r"seed 0 is not finite .*; no model was saved$"):
+        diverged(loop, np.array([np.nan]))
+    checkpoint.write(loop.run.model_path, {"state_dict": {}, "config": {}, "vocab": {}})
+    with pytest.raises(MemnetError, match=r"; \S+model\.pt keeps the best weights before it$"):
+        diverged(loop, np.array([np.nan]))
+
+
+def test_resume_restores_every_seed(tiny, tmp_path, monkeypatch):
+    values = {"data.dir": str(tiny), "data.task": "1", "train.epochs": 4, "train.eval_every": 2,
+              "train.linear_start_epochs": 0, "train.restarts": 2}
+    whole = train(config.load(None, values), RunFolder(tmp_path / "whole"), progress=False, log=False)
+    real, calls = train_module.random_noise_time, []
+
+    def interrupting(*args, **kwargs):  # Ctrl-C as epoch 3 starts
+        calls.append(1)
+        if len(calls) == 3 * 2:  # called once per seed and epoch
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "random_noise_time", interrupting)
+        assert train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False, log=False)["interrupted"]
+    resumed = train(config.Config(), RunFolder(tmp_path / "run", resume=True), progress=False, log=False)
+    assert resumed["valid_accuracy_per_seed"] == whole["valid_accuracy_per_seed"]
+    assert resumed["steps"] == whole["steps"] and resumed["best_epoch"] == whole["best_epoch"]
+    a, b = (checkpoint.read(tmp_path / name / "last.pt", keys=("states",)) for name in ("whole", "run"))
+    for seed in range(2):
+        for name, value in a["states"][seed].items():
+            assert torch.allclose(value, b["states"][seed][name])
+    assert not torch.equal(a["states"][0]["tables"], a["states"][1]["tables"])  # two different seeds
