@@ -14,7 +14,7 @@ from memnet import checkpoint, config, generator
 from memnet.data import read_splits
 from memnet.errors import MemnetError
 from memnet.run import RunFolder
-from memnet.train import diverged, log_line, schedule, train
+from memnet.train import device_of, diverged, log_line, random_noise_time, schedule, train
 
 
 def lines_of(run) -> list[dict]:
@@ -193,3 +193,29 @@ def test_resume_restores_every_seed(tiny, tmp_path, monkeypatch):
         for name, value in a["states"][seed].items():
             assert torch.allclose(value, b["states"][seed][name])
     assert not torch.equal(a["states"][0]["tables"], a["states"][1]["tables"])  # two different seeds
+
+
+def test_random_noise_ages_memories_by_the_blanks_before_them():
+    g = torch.Generator().manual_seed(0)
+    assert torch.equal(random_noise_time(3, 5, 0.0, g), torch.arange(5).expand(3, 5))  # no noise: age = slot
+    times = random_noise_time(200, 6, 0.3, g)
+    steps = times.diff(dim=1)  # each memory is one older than the one before it, plus a blank or not
+    assert set(steps.unique().tolist()) == {1, 2} and set((times[:, 0]).unique().tolist()) == {0, 1}
+    blanks = (times[:, 0] + steps.sum(1) - 5).float()  # blanks inserted in the row
+    assert blanks.mean().item() == pytest.approx(6 * 0.3, abs=0.3)
+
+
+@pytest.mark.parametrize("device, message", [
+    ("cuda", "train.device: cuda is not available here (no CUDA device); use cpu"),
+    ("mps", "train.device: mps is not available here; use cpu"),
+])
+def test_a_device_that_is_not_there_is_named(device, message):
+    available = torch.cuda.is_available() if device == "cuda" else torch.backends.mps.is_available()
+    cfg = config.load(None, {"train.device": device})
+    if available:
+        assert device_of(cfg).type == device
+    else:
+        with pytest.raises(config.ConfigError) as error:
+            device_of(cfg)
+        assert str(error.value) == message
+    assert device_of(config.load(None, {})) == torch.device("cpu")

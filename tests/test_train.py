@@ -139,6 +139,7 @@ def test_an_interrupt_during_linear_start_saves_nothing_and_says_so(tiny, tmp_pa
     interrupt_in_epoch(monkeypatch, 2)
     result = train(quick(tiny, **{"train.linear_start_epochs": 3}), RunFolder(tmp_path / "run"), progress=False)
     assert result["interrupted"] and result["model"] is None and result["saved"] is None
+    assert result["best_epoch"] == 0 and result["valid_accuracy_per_seed"] == [-1.0]  # nothing chosen
     assert not (tmp_path / "run" / "model.pt").exists()
     capsys.readouterr()
     interrupt_in_epoch(monkeypatch, 4)  # the counter goes on: epoch 2 of the second run
