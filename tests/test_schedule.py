@@ -2,6 +2,7 @@
 rate per epoch, linear start, which seed and epoch are chosen (on valid accuracy, never during
 linear start), the train/valid split carved from a training file, and the joint run's schedule."""
 import json
+import time
 import re
 from types import SimpleNamespace
 
@@ -10,11 +11,11 @@ import pytest
 import torch
 
 import memnet.train as train_module
-from memnet import checkpoint, config, generator
+from memnet import checkpoint, config, generator, kernels
 from memnet.data import read_splits
 from memnet.errors import MemnetError
 from memnet.run import RunFolder
-from memnet.train import device_of, diverged, log_line, random_noise_time, schedule, train
+from memnet.train import device_of, diverged, load_data, log_line, random_noise_time, schedule, train
 
 
 def lines_of(run) -> list[dict]:
@@ -55,9 +56,10 @@ VALID = [[0.9, 0.9], [0.3, 0.5], [0.6, 0.4], [0.6, 0.55]]  # seed 0 ties its bes
 TRAIN = [[0.1, 0.1], [0.9, 0.2], [0.1, 0.3], [0.99, 0.3]]
 
 
-def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list):
+def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list, epochs: list):
     """The training path's accuracy replaced by VALID and TRAIN (valid has n_valid questions);
-    each evaluation's weights of seed 0 are kept in `snapshots`."""
+    each evaluation's weights of seed 0 are kept in `snapshots`, each epoch's (lr, linear,
+    losses) in `epochs`; an epoch takes at least 0.05 s."""
     real = train_module.training_path
 
     def path_with_scripted_accuracy(cfg, models, data, say):
@@ -73,15 +75,23 @@ def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list):
                 snapshots.append({k: v.clone() for k, v in path.state_dict(0).items()})
             return np.array(VALID[i] if split == "valid" else TRAIN[i])
 
-        path.accuracy = accuracy
+        real_epoch = path.epoch
+
+        def epoch(order, ages, lr, batch_size, linear):
+            time.sleep(0.05)
+            losses = real_epoch(order, ages, lr, batch_size, linear)
+            epochs.append((lr, linear, losses.copy()))
+            return losses
+
+        path.accuracy, path.epoch = accuracy, epoch
         return path
 
     monkeypatch.setattr(train_module, "training_path", path_with_scripted_accuracy)
 
 
 def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(tiny, tmp_path, monkeypatch, capsys):
-    snapshots: list = []
-    scripted_accuracy(monkeypatch, n_valid=100, snapshots=snapshots)
+    snapshots, steps = [], []
+    scripted_accuracy(monkeypatch, n_valid=100, snapshots=snapshots, epochs=steps)
     cfg = config.load(None, {"data.dir": str(tiny), "data.task": "1", "train.epochs": 3, "train.eval_every": 1,
                              "train.linear_start_epochs": 1, "train.restarts": 2})
     result = train(cfg, RunFolder(tmp_path / "run"), progress=False)
@@ -101,7 +111,13 @@ def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(
     assert [line["train_accuracy"] for line in epochs] == TRAIN and [line["valid_accuracy"] for line in epochs] == VALID
     assert all(set(line) == {"epoch", "step", "lr", "loss", "train_accuracy", "valid_accuracy", "best_valid_accuracy",
                              "best_seed", "seconds"} for line in epochs)
-    assert all(isinstance(line["loss"], float) and line["loss"] > 0 for line in epochs)
+    assert [(lr, linear) for lr, linear, _ in steps] == [(0.005, True), (0.01, False), (0.01, False), (0.01, False)]
+    # the loss logged: per question (500) and seed (2)
+    assert [line["loss"] for line in epochs] == pytest.approx([float(losses.sum()) / 500 / 2 for *_, losses in steps])
+    assert result["train_questions"] == 500 and result["interrupted"] is False
+    assert result["training_path"] == kernels.numba_memn2n.NAME  # the default run: the kernel covers it
+    # the training steps' time adds up over the epochs (each slept 0.05 s), within the whole
+    assert 4 * 0.05 <= result["training_seconds"] <= result["seconds"] == round(result["seconds"], 3)
     seconds = [line["seconds"] for line in epochs]  # since the start, in ms steps
     assert seconds == sorted(seconds) and seconds[-1] <= result["seconds"]
     assert all(isinstance(t, float) and t == round(t, 3) for t in seconds)
@@ -219,3 +235,84 @@ def test_a_device_that_is_not_there_is_named(device, message):
             device_of(cfg)
         assert str(error.value) == message
     assert device_of(config.load(None, {})) == torch.device("cpu")
+
+
+def test_load_data_names_what_is_missing_and_builds_the_vocabulary_as_configured(tmp_path):
+    with pytest.raises(config.ConfigError) as error:
+        load_data(config.load(None, {"data.task": "1"}))
+    assert str(error.value) == "data.dir: no data folder given (--data DIR)"
+    with pytest.raises(config.ConfigError, match=r"^data\.task: "):
+        load_data(config.load(None, {"data.dir": str(tmp_path), "data.task": "x"}))
+    # two-word answers ('n,e'), and a train file without a valid one: valid_fraction carves it
+    story = "1 Mary went to the hallway.\n2 Where is Mary? \tn,e\t1\n3 Mary went to the {}.\n4 Where is Mary? \t{}\t3\n"
+    (tmp_path / "qa1_train.txt").write_text("".join(story.format(w, w) for w in ["kitchen", "garden", "office", "bath"]))
+    cfg = config.load(None, {"data.dir": str(tmp_path), "data.task": "1", "data.valid_fraction": 0.5})
+    data, vocab = load_data(cfg)
+    assert (len(data["train"]), len(data["valid"]), data["test"]) == (4, 4, None)
+    assert "n,e" in vocab.answers and "n,e" in vocab.stoi  # a phrase is a word of its own: its own row of W
+    assert "n,e" not in load_data(config.apply_overrides(cfg, {"model.phrase_answers": False}))[1].stoi
+    assert "went" in load_data(config.apply_overrides(cfg, {"model.vocabulary_softmax": True}))[1].answers
+    assert "went" not in vocab.answers
+    # a train file without a single question: named, even when a valid file has some
+    (tmp_path / "qa1_train.txt").write_text("1 Mary went to the hallway.\n")
+    (tmp_path / "qa1_valid.txt").write_text(story.format("bath", "bath"))
+    with pytest.raises(MemnetError, match=r"no training questions for task 1$"):
+        load_data(cfg)
+
+
+def test_a_model_without_linear_start_skips_it_and_says_so(tiny, tmp_path, capsys):
+    values = {"data.dir": str(tiny), "data.task": "1", "train.epochs": 1, "train.eval_every": 1,
+              "train.linear_start_epochs": 2, "model.type": "transformer", "model.dim": 8, "model.ff_dim": 8}
+    result = train(config.load(None, values), RunFolder(tmp_path / "t"), progress=False)
+    assert [line["lr"] for line in lines_of(tmp_path / "t") if "epoch" in line] == [0.01]  # one epoch, at lr
+    assert result["best_epoch"] == 1
+    assert "linear start: skipped (transformer has no softmax-free phase)" in capsys.readouterr().out
+    train(config.load(None, {**values, "train.linear_start_epochs": 0}), progress=False)
+    assert "linear start" not in capsys.readouterr().out
+    memn2n = {k: v for k, v in values.items() if k != "model.ff_dim"}
+    train(config.load(None, {**memn2n, "model.type": "memn2n", "model.dim": 4, "train.linear_start_epochs": 1}),
+          progress=False, log=False)
+    assert capsys.readouterr().out == ""  # log=False: nothing printed
+
+
+def test_an_interrupt_in_the_first_epoch_logs_that_epochs_schedule(tiny, tmp_path, monkeypatch, capsys):
+    real = train_module.random_noise_time
+    calls = []
+
+    def interrupting(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:  # Ctrl-C as epoch 2 starts: epoch 1 done, with no evaluation yet
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(train_module, "random_noise_time", interrupting)
+    values = {"data.dir": str(tiny), "data.task": "1", "train.epochs": 4, "train.eval_every": 4, "train.lr": 0.02,
+              "train.lr_decay_every": 1, "train.linear_start_epochs": 0}
+    result = train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False)
+    assert result["interrupted"] is True and result["best_epoch"] == 1
+    assert "interrupted: evaluating the weights of now (--resume continues from the last evaluation)" in capsys.readouterr().out
+    line = lines_of(tmp_path / "run")[0]
+    assert (line["epoch"], line["lr"], line["loss"]) == (1, 0.02, None)  # epoch 1's rate; no loss measured
+
+
+def test_a_resumed_run_keeps_its_vocabulary_when_the_data_grows(tiny, tmp_path, monkeypatch):
+    import shutil
+    shutil.copytree(tiny, tmp_path / "data")
+    values = {"data.dir": str(tmp_path / "data"), "data.task": "1", "train.epochs": 2, "train.eval_every": 1,
+              "train.linear_start_epochs": 0}
+    real, calls = train_module.random_noise_time, []
+
+    def interrupting(*args, **kwargs):  # Ctrl-C as epoch 2 starts
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(train_module, "random_noise_time", interrupting)
+        first = train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False, log=False)
+    with open(tmp_path / "data" / "qa1_train.txt", "a") as f:  # a new word and a new answer
+        f.write("1 Zorba journeyed to the observatory.\n2 Where is Zorba? \tobservatory\t1\n")
+    resumed = train(config.Config(), RunFolder(tmp_path / "run", resume=True), progress=False, log=False)
+    assert resumed["model"].tables.shape == first["model"].tables.shape  # the checkpoint's vocabulary
+    assert resumed["train_questions"] == first["train_questions"] + 1
