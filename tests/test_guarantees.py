@@ -35,6 +35,7 @@ class Payload:
 
 
 def test_a_checkpoint_holding_a_pickled_object_is_refused(tmp_path):
+    RAN.clear()
     path = tmp_path / "model.pt"
     torch.save({"format": checkpoint.FORMAT, "state_dict": {}, "config": {}, "vocab": Payload()}, path)
     with pytest.raises(MemnetError, match=r"model\.pt: not a readable memnet checkpoint \(.*Weights only load failed"):
