@@ -267,7 +267,8 @@ def test_report_metrics_carry_their_values():
 
 
 def hand_made(choice, support, n_support, hops_used, answers=(0, 0)):
-    """Two questions, 2 hops, 3 memory slots, attention one-hot at `choice` (N, K)."""
+    """Two questions, 2 hops, 3 memory slots, attention one-hot at `choice` (N, K); `support`
+    may have more or fewer columns than hops."""
     attention = torch.nn.functional.one_hot(torch.tensor(choice), 3).float()
     hops = torch.tensor(hops_used)
     attention *= (torch.arange(2) < hops[:, None])[..., None]
@@ -301,6 +302,50 @@ def test_task_and_hops_tables_carry_the_metrics():
     assert rows[1] == ["2", "1", "100.0", "0.0", "100.0", "0.0", "100.0", "50.0", "1.00", "2.00"]
     assert rows[2] == ["3", "1", "0.0", "100.0", "100.0", "-", "100.0", "100.0", "2.00", "1.00"]
     assert rows[3] == ["all", "2", "50.0", "50.0", "100.0", "0.0", "100.0", "66.7", "1.50", "1.50"]
+    m = hand_made(choice=[[0, 2], [2, 1]], support=[[0, 1], [-1, -1]], n_support=[2, 0], hops_used=[2, 2])
+    rows = [line.split() for line in task_table(m).splitlines()]
+    assert rows[1] == ["2", "1", "100.0", "0.0", "100.0", "0.0", "0.0", "50.0", "2.00", "2.00"]
+    assert rows[2] == ["3", "1", "0.0", "100.0", "-", "-", "100.0", "-", "2.00", "0.00"]  # no facts: no recall
+    assert rows[3] == ["all", "2", "50.0", "50.0", "100.0", "0.0", "50.0", "50.0", "2.00", "1.00"]
+    m = hand_made(choice=[[0, 0], [2, 1]], support=[[0, 1], [2, -1]], n_support=[2, 1], hops_used=[1, 2], answers=(0, 0))
     lines = [line.split() for line in hops_table(m).splitlines()]
     assert lines[1] == ["task", "facts", "n", "mean", "1", "hop", "2", "hops"]
     assert lines[2:] == [["2", "2", "1", "1.00", "1", "0"], ["3", "1", "1", "2.00", "0", "1"]]
+
+
+def test_metrics_with_more_facts_than_hops_and_fewer():
+    # three facts, two hops: the third fact is counted by recall, never by a hop
+    m = hand_made(choice=[[0, 1], [2, 1]], support=[[0, 1, 2], [2, -1, -1]], n_support=[3, 1], hops_used=[2, 2])
+    assert m["hop_accuracy"] == pytest.approx([1.0, 1.0]) and m["support_recall"] == pytest.approx(3 / 4)
+    assert m["chain_accuracy"] == 1.0  # two hops used, both right
+    # one support column for two hops
+    m = hand_made(choice=[[0, 1], [2, 1]], support=[[0], [1]], n_support=[1, 1], hops_used=[2, 2])
+    # question 1 finds its fact at hop 2, not hop 1: recall yes, hop 1 and the chain no
+    assert m["hop_accuracy"] == [0.5, None] and m["support_recall"] == 1.0 and m["chain_accuracy"] == 0.5
+
+
+def test_metrics_of_no_questions_are_zeros_not_nan():
+    result = Result(logits=torch.zeros(0, 2), attention=torch.zeros(0, 2, 3), hops_used=torch.zeros(0, dtype=torch.long),
+                    halted=torch.zeros(0, dtype=torch.bool), hop_logits=torch.zeros(0, 2, 2), halt_probs=torch.zeros(0, 2),
+                    loss=None)
+    batch = Batch(story=torch.zeros(0, 3, 1, dtype=torch.long), query=torch.zeros(0, 1, dtype=torch.long),
+                  length=torch.zeros(0, dtype=torch.long), answer=torch.zeros(0, dtype=torch.long),
+                  support=torch.zeros(0, 2, dtype=torch.long), n_support=torch.zeros(0, dtype=torch.long),
+                  task=torch.zeros(0, dtype=torch.long), time=torch.zeros(0, 3, dtype=torch.long))
+    m = metrics(result, batch)
+    assert (m["n"], m["accuracy"], m["error"], m["chain_accuracy"], m["mean_hops"], m["mean_facts"]) == (0, 0.0, 1.0, 0.0, 0.0, 0.0)
+    assert m["support_recall"] is None and m["hop_accuracy"] == [None, None] and m["tasks"] == {}
+
+
+def test_evaluate_and_accuracy_on_questions_without_answers():
+    from memnet.evaluation import accuracy, evaluate
+    from memnet.models import MemN2N
+    model = MemN2N(vocab_size=6, answer_words=[[4], [5]], memory_size=3, dim=4, hops=2)
+    batch = Batch(story=torch.tensor([[[1, 2], [3, 0], [0, 0]]] * 2), query=torch.tensor([[1, 3]] * 2),
+                  length=torch.tensor([2, 2]), answer=torch.tensor([-1, -1]), support=torch.tensor([[0], [1]]),
+                  n_support=torch.tensor([1, 1]), task=torch.tensor([1, 1]), time=torch.tensor([[0, 1, 2]] * 2))
+    m = evaluate(model, batch)  # no answers: no loss, and every question counts as wrong
+    assert m["accuracy"] == 0.0 and m["n"] == 2 and accuracy(model, batch) == 0.0
+    predicted = int(model(batch).logits[0].argmax())
+    batch.answer = torch.tensor([predicted, 1 - predicted])
+    assert evaluate(model, batch)["accuracy"] == 0.5 and accuracy(model, batch) == 0.5
