@@ -145,6 +145,7 @@ def test_run_folder_files_and_refusals(tmp_path):
     checkpoint.write(deep.path / "last.pt", {"config": {}, "vocab": {}})
     replaced = RunFolder(deep.path, force=True)
     assert replaced.present == ["config.yaml", "metrics.jsonl", "last.pt"]
+    (deep.path / "metrics.jsonl").unlink()  # gone before the new run starts (another process): no error
     replaced.start(config.Config())
     assert sorted(p.name for p in deep.path.iterdir()) == ["config.yaml"]
     # a resumed run keeps them; last.pt of another format is refused by name
