@@ -350,3 +350,95 @@ def test_evaluate_and_accuracy_on_questions_without_answers():
     predicted = int(model(batch).logits[0].argmax())
     batch.answer = torch.tensor([predicted, 1 - predicted])
     assert evaluate(model, batch)["accuracy"] == 0.5 and accuracy(model, batch) == 0.5
+
+
+# ---------------------------------------------------------------------------- the memnet-1 format
+
+
+def format_1(tmp_path, model_section: dict, seeds: list, path_name: str = "old.pt") -> Path:
+    """A memnet-1 checkpoint of `seeds` (current models, seed 0 first): a seed dimension on every
+    parameter, the tables side by side as (V, n_tables * d), one flat model section."""
+    def old(name, values):
+        if name in ("tables", "temporal"):
+            return torch.stack([v.transpose(0, 1).reshape(v.shape[1], -1) for v in values])
+        return torch.stack([v.reshape(()) if name in ("halt_b", "log_penalty") else v for v in values])
+
+    states = [m.state_dict() for m in seeds]
+    state = {("emb" if k == "tables" else k): old(k, [s[k] for s in states]) for k in states[0]}
+    path = tmp_path / path_name
+    torch.save({"format": "memnet-1", "state_dict": state, "config": {"data": {}, "train": {}, "model": model_section},
+                "vocab": VOCAB.to_dict()}, path)
+    return path
+
+
+def tiny_vocab():
+    from memnet.data import Vocab
+    return Vocab(["<pad>", "<unk>", "mary", "went", "kitchen", "garden"], ["garden", "kitchen"])
+
+
+VOCAB = tiny_vocab()
+
+
+def memn2n(seed: int, **kw):
+    from memnet.models import MemN2N
+    m = MemN2N(vocab_size=len(VOCAB), answer_words=VOCAB.answer_words(), memory_size=50, null_memory=False, **kw)
+    m.reset_parameters(torch.Generator().manual_seed(seed))
+    if kw.get("masking") == "soft":
+        with torch.no_grad():
+            m.log_penalty.fill_(0.1 * seed + 0.3)
+    return m
+
+
+def test_a_format_1_checkpoint_of_two_seeds_loads_the_first():
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        section = {"type": "memn2n", "hops": 2, "dim": 5, "tying": "layerwise", "masking": "soft", "stopping": True,
+                   "layers": 2, "heads": 2}  # the flat section held the transformer's settings too
+        kw = dict(hops=2, dim=5, tying="layerwise", masking="soft", stopping=True)
+        path = format_1(Path(folder), section, [memn2n(1, **kw), memn2n(2, **kw)])
+        assert checkpoint.read(path)["format"] == checkpoint.FORMAT
+        model, cfg, _, _ = checkpoint.load(path)
+        assert (cfg.model.hops, cfg.model.dim, cfg.model.tying, cfg.model.null_memory) == (2, 5, "layerwise", False)
+        for name, value in memn2n(1, **kw).state_dict().items():
+            assert torch.equal(model.state_dict()[name], value), name
+
+
+def test_a_format_1_checkpoint_without_the_later_keys_takes_their_old_defaults():
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:  # no type, hops, dim or tying: memn2n, 3, 20, adjacent
+        path = format_1(Path(folder), {"stopping": True}, [memn2n(4, stopping=True)])
+        payload = torch.load(path, weights_only=True)
+        payload["state_dict"]["halt_b"] = payload["state_dict"]["halt_b"][0]  # a scalar without a seed dimension
+        torch.save(payload, path)
+        model, cfg, _, _ = checkpoint.load(path)
+        assert (cfg.model.type, cfg.model.hops, cfg.model.dim, cfg.model.tying) == ("memn2n", 3, 20, "adjacent")
+        for name, value in memn2n(4, stopping=True).state_dict().items():
+            assert torch.equal(model.state_dict()[name], value), name
+
+
+def test_checkpoint_save_load_and_what_does_not_load(tmp_path):
+    from memnet import config
+    cfg = config.load(None, {"model.dim": 4, "model.hops": 2})
+    model = memn2n(0, dim=4, hops=2)
+    checkpoint.save(tmp_path / "m.pt", model, cfg, VOCAB, step=9, best_metric=0.625)
+    loaded, cfg2, vocab, payload = checkpoint.load(tmp_path / "m.pt")
+    assert (payload["step"], payload["best_metric"], cfg2, vocab.itos) == (9, 0.625, cfg, VOCAB.itos)
+    assert not loaded.training and checkpoint.nonfinite(loaded) == []
+    with torch.no_grad():
+        loaded.tables[0, 2, 1] = float("nan")
+    assert checkpoint.nonfinite(loaded) == ["tables"]
+    # a config that no longer loads, weights of another shape: named, with the first line of why
+    checkpoint.write(tmp_path / "c.pt", {**payload, "config": {**payload["config"], "model": {"hops": 99}}})
+    with pytest.raises(MemnetError) as error:
+        checkpoint.load(tmp_path / "c.pt")
+    assert str(error.value) == (f"{tmp_path / 'c.pt'}: the checkpoint's config does not load "
+                                "(model.hops: expected between 1 and 20, found 99)")
+    checkpoint.write(tmp_path / "s.pt", {**payload, "config": {**payload["config"], "model": {"dim": 5, "hops": 2}}})
+    with pytest.raises(MemnetError) as error:
+        checkpoint.load(tmp_path / "s.pt")
+    assert str(error.value) == (f"{tmp_path / 's.pt'}: checkpoint does not match this version of memnet "
+                                "(RuntimeError: Error(s) in loading state_dict for MemN2N:)")
+    checkpoint.write(tmp_path / "v.pt", {**payload, "vocab": {}})
+    with pytest.raises(MemnetError) as error:
+        checkpoint.load(tmp_path / "v.pt")
+    assert str(error.value) == f"{tmp_path / 'v.pt'}: checkpoint does not match this version of memnet (KeyError: 'itos')"
