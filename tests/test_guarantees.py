@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from memnet import babi, checkpoint, report
+from memnet import babi, checkpoint, config, report
 from memnet.data import Batch
 from memnet.errors import MemnetError
 from memnet.evaluation import hops_table, metrics, task_table
@@ -135,7 +135,6 @@ def test_run_folder_files_and_refusals(tmp_path):
         RunFolder(tmp_path / "run")
     deep = RunFolder(tmp_path / "new" / "deeper" / "run")
     assert deep.saved_model is None and deep.confirm_model() is None  # nothing written yet
-    from memnet import config
     deep.start(config.Config())
     assert config.load(deep.path / "config.yaml") == config.Config()
     deep.log({"epoch": 1, "loss": float("inf")})
@@ -417,7 +416,6 @@ def test_a_format_1_checkpoint_without_the_later_keys_takes_their_old_defaults()
 
 
 def test_checkpoint_save_load_and_what_does_not_load(tmp_path):
-    from memnet import config
     cfg = config.load(None, {"model.dim": 4, "model.hops": 2})
     model = memn2n(0, dim=4, hops=2)
     checkpoint.save(tmp_path / "m.pt", model, cfg, VOCAB, step=9, best_metric=0.625)
@@ -442,3 +440,46 @@ def test_checkpoint_save_load_and_what_does_not_load(tmp_path):
     with pytest.raises(MemnetError) as error:
         checkpoint.load(tmp_path / "v.pt")
     assert str(error.value) == f"{tmp_path / 'v.pt'}: checkpoint does not match this version of memnet (KeyError: 'itos')"
+
+
+def test_a_format_1_checkpoint_with_hops_and_no_tying_is_adjacent(tmp_path):
+    path = format_1(tmp_path, {"hops": 2, "dim": 6}, [memn2n(5, hops=2, dim=6)])  # 3 tables side by side
+    model, cfg, _, _ = checkpoint.load(path)
+    assert (cfg.model.hops, cfg.model.dim, cfg.model.tying, model.n_tables) == (2, 6, "adjacent", 3)
+    for name, value in memn2n(5, hops=2, dim=6).state_dict().items():
+        assert torch.equal(model.state_dict()[name], value), name
+
+
+def test_a_format_1_transformer_checkpoint_keeps_its_type(tmp_path):
+    from memnet.models import build_model
+    cfg = config.load(None, {"model.type": "transformer", "model.dim": 8, "model.layers": 1, "model.ff_dim": 8})
+    model = build_model(cfg, VOCAB)
+    state = {k: v[None] for k, v in model.state_dict().items()}  # one seed
+    section = {**cfg.to_dict()["model"], "hops": 3, "tying": "adjacent", "masking": "off"}  # the memory network's too
+    torch.save({"format": "memnet-1", "state_dict": state, "config": {**cfg.to_dict(), "model": section},
+                "vocab": VOCAB.to_dict()}, tmp_path / "t.pt")
+    loaded, cfg2, _, _ = checkpoint.load(tmp_path / "t.pt")
+    assert cfg2 == cfg
+    for name, value in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], value), name
+
+
+def test_errors_without_a_message_are_named_by_their_type(tmp_path, monkeypatch):
+    cfg = config.load(None, {"model.dim": 4, "model.hops": 2})
+    checkpoint.save(tmp_path / "m.pt", memn2n(0, dim=4, hops=2), cfg, VOCAB, step=1, best_metric=0.5)
+
+    def fails(*args, **kwargs):
+        raise TypeError()
+
+    monkeypatch.setattr(checkpoint, "build_model", fails)
+    with pytest.raises(MemnetError) as error:
+        checkpoint.load(tmp_path / "m.pt")
+    assert str(error.value) == f"{tmp_path / 'm.pt'}: checkpoint does not match this version of memnet (TypeError: )"
+
+    def eof(*args, **kwargs):
+        raise EOFError()
+
+    monkeypatch.setattr(checkpoint.torch, "load", eof)
+    with pytest.raises(MemnetError) as error:
+        checkpoint.read(tmp_path / "m.pt")
+    assert str(error.value) == f"{tmp_path / 'm.pt'}: not a readable memnet checkpoint (EOFError)"
