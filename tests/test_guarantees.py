@@ -340,15 +340,16 @@ def test_metrics_of_no_questions_are_zeros_not_nan():
 def test_evaluate_and_accuracy_on_questions_without_answers():
     from memnet.evaluation import accuracy, evaluate
     from memnet.models import MemN2N
-    model = MemN2N(vocab_size=6, answer_words=[[4], [5]], memory_size=3, dim=4, hops=2)
-    batch = Batch(story=torch.tensor([[[1, 2], [3, 0], [0, 0]]] * 2), query=torch.tensor([[1, 3]] * 2),
-                  length=torch.tensor([2, 2]), answer=torch.tensor([-1, -1]), support=torch.tensor([[0], [1]]),
-                  n_support=torch.tensor([1, 1]), task=torch.tensor([1, 1]), time=torch.tensor([[0, 1, 2]] * 2))
+    model = MemN2N(vocab_size=6, answer_words=[[4], [5], [3]], memory_size=3, dim=4, hops=2)
+    batch = Batch(story=torch.tensor([[[1, 2], [3, 0], [0, 0]], [[2, 2], [4, 5], [0, 0]], [[5, 1], [0, 0], [0, 0]]]),
+                  query=torch.tensor([[1, 3], [2, 0], [4, 4]]), length=torch.tensor([2, 2, 1]),
+                  answer=torch.tensor([-1, -1, -1]), support=torch.tensor([[0], [1], [0]]),
+                  n_support=torch.tensor([1, 1, 1]), task=torch.tensor([1, 1, 1]), time=torch.tensor([[0, 1, 2]] * 3))
     m = evaluate(model, batch)  # no answers: no loss, and every question counts as wrong
-    assert m["accuracy"] == 0.0 and m["n"] == 2 and accuracy(model, batch) == 0.0
-    predicted = int(model(batch).logits[0].argmax())
-    batch.answer = torch.tensor([predicted, 1 - predicted])
-    assert evaluate(model, batch)["accuracy"] == 0.5 and accuracy(model, batch) == 0.5
+    assert m["accuracy"] == 0.0 and m["n"] == 3 and accuracy(model, batch) == 0.0
+    predicted = model(batch).logits.argmax(-1)
+    batch.answer = torch.stack([predicted[0], (predicted[1] + 1) % 3, (predicted[2] + 2) % 3])  # the first right
+    assert evaluate(model, batch)["accuracy"] == pytest.approx(1 / 3) and accuracy(model, batch) == pytest.approx(1 / 3)
 
 
 # ---------------------------------------------------------------------------- the memnet-1 format
