@@ -14,12 +14,14 @@ ANSWERS = [[5], [6], [6, 7]]  # answer classes as word ids; the last one is a tw
 
 
 def example() -> Batch:
-    """Two questions over two sentences each (the third memory slot is padding)."""
-    story = torch.tensor([[[1, 2, 3, 0], [4, 1, 0, 0], [0, 0, 0, 0]],
+    """Two questions over two sentences each (the third memory slot is padding): a one-word
+    sentence, a memory older than the temporal table (age 5 of 3: it reads the last row), three
+    supporting facts of which two hops can look for two, and a question without any."""
+    story = torch.tensor([[[1, 2, 3, 0], [4, 0, 0, 0], [0, 0, 0, 0]],
                           [[2, 5, 0, 0], [3, 3, 6, 7], [0, 0, 0, 0]]])  # (2, 3, 4)
     return Batch(story=story, query=torch.tensor([[1, 4, 0], [7, 2, 3]]), length=torch.tensor([2, 2]),
-                 answer=torch.tensor([0, 2]), support=torch.tensor([[1, 0], [0, -1]]), n_support=torch.tensor([2, 1]),
-                 task=torch.tensor([1, 1]), time=torch.tensor([[1, 0, 2], [2, 0, 0]]))
+                 answer=torch.tensor([0, 2]), support=torch.tensor([[1, 0, 1], [-1, -1, -1]]),
+                 n_support=torch.tensor([3, 0]), task=torch.tensor([1, 1]), time=torch.tensor([[1, 5, 2], [2, 0, 0]]))
 
 
 def model(**switches) -> MemN2N:
@@ -60,9 +62,10 @@ def reference(m: MemN2N, batch: Batch) -> list[dict]:
     W = np.array([sum(tables[-1][x] for x in words) for words in ANSWERS])  # (A, d) rows of C^K
     out = []
     for b in range(len(batch)):
-        story, ages, n = batch.story[b].tolist(), batch.time[b].tolist(), int(batch.length[b])
+        story, n = batch.story[b].tolist(), int(batch.length[b])
+        ages = [min(a, M - 1) for a in batch.time[b].tolist()]  # older than the table: its last row
         u = sentence(batch.query[b].tolist(), tables[B_], m.encoding)  # u^1
-        visited, attention, states = set(), [], []
+        visited, attention, states, hop_scores = set(), [], [], []
         for k in range(K):
             a_t, c_t = (k, k + 1) if adjacent else (A_, C_)  # A^{k+1} = C^k when adjacent
             mem = [sentence(story[i], tables[a_t], m.encoding) + (T[a_t][ages[i]] if T is not None else 0) for i in range(n)]
@@ -71,6 +74,7 @@ def reference(m: MemN2N, batch: Batch) -> list[dict]:
             if m.masking == "soft":
                 scores = scores - np.exp(w["log_penalty"][0]) * np.array([i in visited for i in range(n)])
             allowed = [i for i in range(n) if not (m.masking == "hard" and i in visited)]
+            hop_scores.append({i: scores[i] for i in allowed})
             p = np.zeros(M)
             if m.linear:
                 p[allowed] = scores[allowed]
@@ -97,8 +101,33 @@ def reference(m: MemN2N, batch: Batch) -> list[dict]:
             q["halted"] = bool(h[q["hops_used"] - 1] > m.halt_threshold)
             q["attention"][q["hops_used"]:] = 0
         q["logits"] = hop_logits[q["hops_used"] - 1]
+        q["loss"] = loss(m, q, hop_scores, int(batch.answer[b]), batch.support[b].tolist(), int(batch.n_support[b]))
         out.append(q)
     return out
+
+
+def cross_entropy(logits: np.ndarray, target: int) -> float:
+    return float(np.log(np.exp(logits - logits.max()).sum()) + logits.max() - logits[target])
+
+
+def loss(m: MemN2N, q: dict, hop_scores: list, answer: int, support: list, n_support: int) -> float:
+    """One question's loss: CE of the answer (without stopping), or Σ_k π_k (CE(â_k) + halt_cost
+    (k - 1)) (with it); plus attention_supervision times Σ_k CE(hop k's scores, its k-th fact)
+    over the facts hop k may attend to, and -log π at the number of facts (with stopping)."""
+    if m.stopping:
+        total = sum(q["halt_probs"][k] * (cross_entropy(q["hop_logits"][k], answer) + m.halt_cost * k) for k in range(K))
+    else:
+        total = cross_entropy(q["logits"], answer)
+    if m.attention_supervision > 0:
+        extra = 0.0
+        for k, fact in enumerate(support[:K]):
+            if fact >= 0 and fact in hop_scores[k]:
+                slots = sorted(hop_scores[k])
+                extra += cross_entropy(np.array([hop_scores[k][i] for i in slots]), slots.index(fact))
+        if m.stopping:
+            extra -= np.log(max(q["halt_probs"][min(max(n_support, 1), K) - 1], 1e-8))
+        total += m.attention_supervision * extra
+    return total
 
 
 SWITCHES = {
@@ -114,6 +143,9 @@ SWITCHES = {
     "stopping from the read-out": {"stopping": True, "answer_from": "readout"},
     "bow, layer-wise, hard masking, no null memory": {"encoding": "bow", "tying": "layerwise", "masking": "hard",
                                                      "null_memory": False},
+    "attention supervision": {"attention_supervision": 0.7},
+    "attention supervision, hard masking, stopping": {"attention_supervision": 0.7, "masking": "hard", "stopping": True,
+                                                      "halt_cost": 0.3},
 }
 
 
@@ -134,6 +166,7 @@ def test_forward_matches_the_equations(switches):
         assert int(got.hops_used[b]) == want["hops_used"]
         assert bool(got.halted[b]) == want["halted"]
     assert float(got.attention[:, :, 2].abs().sum()) == 0.0  # the padding slot is never read
+    assert float(got.loss) == pytest.approx(sum(q["loss"] for q in reference(m, batch)), rel=1e-5)  # summed
 
 
 def test_linear_start_has_no_softmax():
