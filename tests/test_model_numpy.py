@@ -10,7 +10,7 @@ from memnet.data import Batch
 from memnet.models import MemN2N
 
 V, D, M, K = 8, 4, 3, 2  # vocabulary, embedding size, memory slots (2 sentences + 1 padding), hops
-ANSWERS = [[5], [6], [6, 7]]  # answer classes as word ids; the last one is a two-word phrase
+ANSWERS = [[5], [6], [6, 7], [7, 7]]  # answer classes as word ids: two-word phrases, one a word twice
 
 
 def example() -> Batch:
@@ -24,8 +24,8 @@ def example() -> Batch:
                  n_support=torch.tensor([3, 0]), task=torch.tensor([1, 1]), time=torch.tensor([[1, 5, 2], [2, 0, 0]]))
 
 
-def model(**switches) -> MemN2N:
-    m = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M, dim=D, hops=K, **switches)
+def model(hops: int = K, **switches) -> MemN2N:
+    m = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M, dim=D, hops=hops, **switches)
     m.reset_parameters(torch.Generator().manual_seed(3), std=0.6)  # large weights: peaked attention
     m.eval()
     return m
@@ -53,13 +53,14 @@ def softmax(x: np.ndarray) -> np.ndarray:
     return e / e.sum()
 
 
-def reference(m: MemN2N, batch: Batch) -> list[dict]:
-    """Per question: attention per hop (K, M), hop logits (K, A), halting h and π, hops used, logits."""
-    w = weights(m)
-    tables, T = w["tables"], w.get("temporal")
+def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
+    """Per question: attention per hop (K, M), hop logits (K, A), halting h and π, hops used,
+    logits, loss. The tables: adjacent [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise [B, A, C, W^T]."""
+    w, K = weights(m), m.hops
+    tables, T = w["tables"], (w["temporal"] if temporal else None)
     adjacent = m.tying == "adjacent"
     B_, A_, C_ = (0, None, None) if adjacent else (0, 1, 2)
-    W = np.array([sum(tables[-1][x] for x in words) for words in ANSWERS])  # (A, d) rows of C^K
+    W = np.array([sum(tables[K if adjacent else 3][x] for x in words) for words in ANSWERS])  # (A, d) W
     out = []
     for b in range(len(batch)):
         story, n = batch.story[b].tolist(), int(batch.length[b])
@@ -75,8 +76,10 @@ def reference(m: MemN2N, batch: Batch) -> list[dict]:
                 scores = scores - np.exp(w["log_penalty"][0]) * np.array([i in visited for i in range(n)])
             allowed = [i for i in range(n) if not (m.masking == "hard" and i in visited)]
             hop_scores.append({i: scores[i] for i in allowed})
-            p = np.zeros(M)
-            if m.linear:
+            p = np.zeros(M)  # nothing allowed (every memory masked): all 0
+            if not allowed:
+                pass
+            elif m.linear:
                 p[allowed] = scores[allowed]
             elif m.null_memory:
                 p[allowed] = softmax(np.concatenate([[0.0], scores[allowed]]))[1:]
@@ -114,6 +117,7 @@ def loss(m: MemN2N, q: dict, hop_scores: list, answer: int, support: list, n_sup
     """One question's loss: CE of the answer (without stopping), or Σ_k π_k (CE(â_k) + halt_cost
     (k - 1)) (with it); plus attention_supervision times Σ_k CE(hop k's scores, its k-th fact)
     over the facts hop k may attend to, and -log π at the number of facts (with stopping)."""
+    K = m.hops
     if m.stopping:
         total = sum(q["halt_probs"][k] * (cross_entropy(q["hop_logits"][k], answer) + m.halt_cost * k) for k in range(K))
     else:
@@ -149,16 +153,18 @@ SWITCHES = {
 }
 
 
+@pytest.mark.parametrize("hops", [2, 3])
 @pytest.mark.parametrize("switches", SWITCHES.values(), ids=SWITCHES.keys())
-def test_forward_matches_the_equations(switches):
-    m = model(**switches)
+def test_forward_matches_the_equations(switches, hops):
+    m = model(hops, **switches)
     if m.masking == "soft":
         with torch.no_grad():
             m.log_penalty.fill_(0.7)  # a penalty of e^0.7, not the starting e^0 = 1
     batch = example()
     with torch.no_grad():
         got = m(batch)
-    for b, want in enumerate(reference(m, batch)):
+    want_all = reference(m, batch, temporal=switches.get("temporal", True))
+    for b, want in enumerate(want_all):
         assert got.attention[b].double().numpy() == pytest.approx(want["attention"], abs=1e-5)
         assert got.hop_logits[b].double().numpy() == pytest.approx(want["hop_logits"], abs=1e-4)
         assert got.logits[b].double().numpy() == pytest.approx(want["logits"], abs=1e-4)
@@ -166,7 +172,8 @@ def test_forward_matches_the_equations(switches):
         assert int(got.hops_used[b]) == want["hops_used"]
         assert bool(got.halted[b]) == want["halted"]
     assert float(got.attention[:, :, 2].abs().sum()) == 0.0  # the padding slot is never read
-    assert float(got.loss) == pytest.approx(sum(q["loss"] for q in reference(m, batch)), rel=1e-5)  # summed
+    assert float(got.loss) == pytest.approx(sum(q["loss"] for q in want_all), rel=1e-5)  # summed
+    assert got.halted.dtype == torch.bool and got.hops_used.shape == (2,)
 
 
 def test_linear_start_has_no_softmax():
@@ -212,3 +219,45 @@ def test_the_stopping_rule_halts_where_the_halting_unit_passes_the_threshold():
     stopped = int(got.hops_used.argmin())
     assert float(got.attention[stopped, 1].abs().sum()) == 0.0  # the hop not taken reads nothing
     assert float(got.halt_probs.sum(-1).sub(1).abs().max()) < 1e-6  # π is a distribution
+
+
+@pytest.mark.parametrize("stopping", [False, True])
+def test_a_question_without_an_answer_adds_no_answer_loss(stopping):
+    m, batch = model(stopping=stopping, attention_supervision=0.5), example()
+    with torch.no_grad():
+        alone = float(m(batch.index(slice(0, 1))).loss)
+        batch.answer = torch.tensor([0, -1])  # question 2 has no answer (and no facts)
+        out = m(batch)
+    # with stopping, question 2 still pays its expected hop cost and -log π at one hop
+    pi = out.halt_probs[1].double()
+    second = float(m.halt_cost * (pi * torch.arange(K)).sum() - 0.5 * pi[0].log()) if stopping else 0.0
+    assert float(out.loss) == pytest.approx(alone + second, rel=1e-5)
+    batch.answer = torch.tensor([-1, -1])
+    with torch.no_grad():
+        assert m(batch).loss is None
+
+
+def test_a_halting_probability_at_the_threshold_does_not_stop():
+    m, batch = model(stopping=True), example()
+    with torch.no_grad():
+        m.halt_w.zero_()
+        m.halt_b.zero_()  # h_k = σ(0) = 0.5, the threshold: not past it
+        got = m(batch)
+    assert got.hops_used.tolist() == [K, K] and got.halted.tolist() == [False, False]
+    assert got.halt_probs[0].tolist() == pytest.approx([0.5, 0.5])
+
+
+def test_the_constructors_defaults_are_the_configs_and_its_weights_seed_0():
+    from memnet.config import MemN2NConfig, TrainConfig
+    m, c = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M), MemN2NConfig()
+    assert (m.dim, m.hops, m.encoding, m.temporal is not None, m.tying, m.masking, m.answer_from, m.null_memory,
+            m.stopping, m.halt_cost, m.halt_threshold, m.attention_supervision) == (
+        c.dim, c.hops, c.encoding, c.temporal, c.tying, c.masking, c.answer_from, c.null_memory, c.stopping,
+        c.halt_cost, c.halt_threshold, TrainConfig().attention_supervision)
+    assert m.linear is False and m.tables.shape == (c.hops + 1, V, c.dim)
+    again = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M)
+    seeded = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M)
+    seeded.reset_parameters(torch.Generator().manual_seed(0), std=0.1, temporal_zero=False)
+    for name, value in m.state_dict().items():
+        assert torch.equal(value, again.state_dict()[name]) and torch.equal(value, seeded.state_dict()[name])
+    assert float(m.tables.detach().std()) == pytest.approx(0.1, rel=0.2)
