@@ -38,6 +38,8 @@ def test_learning_rate_per_epoch_follows_linear_start_then_halving(tiny, tmp_pat
     assert [line["best_valid_accuracy"] for line in epochs[2:]] == pytest.approx(running)
     assert result["best_epoch"] == 3 + after.index(max(after))  # the first epoch of the best accuracy
     assert lines[-1]["final"] and lines[-1]["best_epoch"] == result["best_epoch"]
+    assert "model" not in lines[-1] and "saved" not in lines[-1]  # the result's objects stay out of the log
+    assert result["training_seconds"] == round(result["training_seconds"], 3)
     # steps: 500 questions in batches of 32 -> 16 steps an epoch, 7 epochs
     assert [line["step"] for line in epochs] == [16 * e for e in range(1, 8)] and result["steps"] == 16 * 7
 
@@ -253,6 +255,9 @@ def test_load_data_names_what_is_missing_and_builds_the_vocabulary_as_configured
     assert "n,e" not in load_data(config.apply_overrides(cfg, {"model.phrase_answers": False}))[1].stoi
     assert "went" in load_data(config.apply_overrides(cfg, {"model.vocabulary_softmax": True}))[1].answers
     assert "went" not in vocab.answers
+    transformer = config.load(None, {"data.dir": str(tmp_path), "data.task": "1", "data.valid_fraction": 0.5,
+                                     "model.type": "transformer"})  # it has no phrase_answers: no phrases
+    assert "n,e" in load_data(transformer)[1].answers and "n,e" not in load_data(transformer)[1].stoi
     # a train file without a single question: named, even when a valid file has some
     (tmp_path / "qa1_train.txt").write_text("1 Mary went to the hallway.\n")
     (tmp_path / "qa1_valid.txt").write_text(story.format("bath", "bath"))
@@ -292,7 +297,8 @@ def test_an_interrupt_in_the_first_epoch_logs_that_epochs_schedule(tiny, tmp_pat
               "train.lr_decay_every": 1, "train.linear_start_epochs": 0}
     result = train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False)
     assert result["interrupted"] is True and result["best_epoch"] == 1
-    assert "interrupted: evaluating the weights of now (--resume continues from the last evaluation)" in capsys.readouterr().out
+    said = capsys.readouterr().out.splitlines()
+    assert "interrupted: evaluating the weights of now (--resume continues from the last evaluation)" in said
     line = lines_of(tmp_path / "run")[0]
     assert (line["epoch"], line["lr"], line["loss"]) == (1, 0.02, None)  # epoch 1's rate; no loss measured
 
@@ -318,3 +324,26 @@ def test_a_resumed_run_keeps_its_vocabulary_when_the_data_grows(tiny, tmp_path, 
     resumed = train(config.Config(), RunFolder(tmp_path / "run", resume=True), progress=False, log=False)
     assert resumed["model"].tables.shape == first["model"].tables.shape  # the checkpoint's vocabulary
     assert resumed["train_questions"] == first["train_questions"] + 1
+
+
+def test_the_reference_path_scores_linear_start_and_sums_the_epochs_loss(tiny):
+    from memnet.models import build_model, init_weights
+    from memnet.train import ReferenceTraining, epoch_order
+    cfg = config.load(None, {"data.dir": str(tiny), "data.task": "1", "model.dim": 6})
+    data, vocab = load_data(cfg)
+    models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(2)]
+    path = ReferenceTraining(models, data["train"], max_grad_norm=40.0)
+    plain, linear = path.accuracy(data["valid"]), path.accuracy(data["valid"], linear=True)
+    assert not np.array_equal(plain, linear) and models[0].linear is False  # scored without the softmax, then reset
+    models[0].linear = True
+    from memnet.evaluation import accuracy
+    assert linear[0] == pytest.approx(accuracy(models[0], data["valid"]))
+    models[0].linear = False
+    order, ages = epoch_order([torch.Generator().manual_seed(s) for s in range(2)], data["train"], 0.0)
+    before = [path.state_dict(s) for s in range(2)]
+    losses = path.epoch(order, ages, 0.0, 500, False)  # lr 0: one batch of every question, nothing changes
+    assert losses == pytest.approx([float(m(data["train"]).loss.detach()) for m in models], rel=1e-5)
+    path.epoch(order, ages, 0.01, 32, False)
+    path.load_state_dict(1, before[1])
+    assert all(torch.equal(v, path.state_dict(1)[k]) for k, v in before[1].items())
+    assert not torch.equal(before[0]["tables"], path.state_dict(0)["tables"])
