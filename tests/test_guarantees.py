@@ -484,3 +484,10 @@ def test_errors_without_a_message_are_named_by_their_type(tmp_path, monkeypatch)
     with pytest.raises(MemnetError) as error:
         checkpoint.read(tmp_path / "m.pt")
     assert str(error.value) == f"{tmp_path / 'm.pt'}: not a readable memnet checkpoint (EOFError)"
+
+
+def test_a_format_1_checkpoint_of_an_unknown_model_type_is_named(tmp_path):
+    path = format_1(tmp_path, {"type": "lstm", "hops": 2}, [memn2n(0, hops=2)])
+    with pytest.raises(MemnetError) as error:
+        checkpoint.load(path)
+    assert str(error.value).startswith(f"{path}: the checkpoint's config does not load (model.type: expected one of ")
