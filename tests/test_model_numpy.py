@@ -261,3 +261,13 @@ def test_the_constructors_defaults_are_the_configs_and_its_weights_seed_0():
     for name, value in m.state_dict().items():
         assert torch.equal(value, again.state_dict()[name]) and torch.equal(value, seeded.state_dict()[name])
     assert float(m.tables.detach().std()) == pytest.approx(0.1, rel=0.2)
+
+
+def test_reset_parameters_draws_every_weight_and_starts_halting_and_the_penalty_where_documented():
+    m = model(tying="layerwise", stopping=True, masking="soft")
+    with torch.no_grad():
+        m.log_penalty.fill_(0.7)
+    m.reset_parameters(torch.Generator().manual_seed(1), temporal_zero=True)
+    assert float(m.log_penalty) == 0.0 and float(m.halt_b) == -2.0  # a penalty of e^0; every hop taken at first
+    assert torch.equal(m.temporal, torch.zeros_like(m.temporal))
+    assert m.H.unique().numel() == D * D  # d x d independent draws, not one row repeated
