@@ -268,6 +268,6 @@ def test_reset_parameters_draws_every_weight_and_starts_halting_and_the_penalty_
     with torch.no_grad():
         m.log_penalty.fill_(0.7)
     m.reset_parameters(torch.Generator().manual_seed(1), temporal_zero=True)
-    assert float(m.log_penalty) == 0.0 and float(m.halt_b) == -2.0  # a penalty of e^0; every hop taken at first
+    assert m.log_penalty.item() == 0.0 and m.halt_b.item() == -2.0  # a penalty of e^0; every hop taken at first
     assert torch.equal(m.temporal, torch.zeros_like(m.temporal))
     assert m.H.unique().numel() == D * D  # d x d independent draws, not one row repeated
