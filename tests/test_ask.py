@@ -12,13 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from memnet import ask, checkpoint, forms
+import torch
+
+from memnet import ask, babi, checkpoint, forms
 from memnet.cli import main
 from memnet.cli.inspection import MIN_PROBABILITY
-from memnet.data import Vocab
+from memnet.data import Vocab, encode_samples
 
 ROOT = Path(__file__).resolve().parents[1]
 STORY = "Brian is a frog.\nBrian is yellow.\nGreg is a frog.\n"
+
+
+def expected_answer(model, cfg, vocab) -> tuple[str, float]:
+    """The model's own answer and probability for STORY + "What color is Greg?", computed here."""
+    facts = tuple(babi.Line(i + 1, text) for i, text in enumerate(STORY.splitlines()))
+    sample = babi.Sample(facts, babi.Line(len(facts) + 1, "What color is Greg?", "?"))
+    with torch.no_grad():
+        probs = model(encode_samples([sample], vocab, cfg.data.memory_size)).logits[0].softmax(-1)
+    return vocab.answers[int(probs.argmax())], float(probs.max())
 
 
 def run(capsys, *argv, stdin=None, monkeypatch=None):
@@ -77,7 +88,9 @@ def test_the_probability_threshold(capsys, inspect_run, monkeypatch, threshold):
     answer = next(line for line in out.splitlines() if line.startswith("answer: "))
     declined = [line for line in out.splitlines() if line.startswith("cannot answer: ")]
     p = float(answer.split("(p=")[1].split(")")[0])
-    assert code == 0 and 0 < p <= 1
+    model, cfg, vocab, _ = checkpoint.load(inspect_run["checkpoint"])
+    assert code == 0 and answer.startswith(f"answer: {expected_answer(model, cfg, vocab)[0]} (p=")
+    assert p == pytest.approx(expected_answer(model, cfg, vocab)[1], abs=0.005)  # the model's own probability
     if threshold > 1:  # no answer is that sure: the table shows the best guess after the reason
         assert declined == [f"cannot answer: the model is not sure (its best answer has p={p:.2f}, "
                             f"under --min-probability 1.01); its best guess:"]

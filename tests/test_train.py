@@ -53,7 +53,8 @@ def test_a_small_model_learns_a_small_task(tiny):
     assert result["valid"]["accuracy"] > 0.5
     assert result["test"]["accuracy"] > 0.5
     assert result["valid"]["hop_accuracy"][0] > 0.4
-    assert 0 < result["training_seconds"] < result["seconds"]  # the rest: evaluating twice, choosing the seed
+    # the training steps are timed apart from evaluating and choosing the seed: less, but most of it
+    assert 0.2 * result["seconds"] < result["training_seconds"] < result["seconds"]
 
 
 def test_restarts_keep_each_seed_as_if_alone(tiny):
@@ -62,7 +63,12 @@ def test_restarts_keep_each_seed_as_if_alone(tiny):
     two = train(quick(tiny, **variant, **{"train.restarts": 2}), progress=False)
     alone = train(quick(tiny, **variant, **{"train.seed": 1}), progress=False)
     assert two["valid_accuracy_per_seed"][1] == pytest.approx(alone["valid_accuracy_per_seed"][0])
-    assert two["best_seed"] == max(range(2), key=lambda s: two["valid_accuracy_per_seed"][s])
+    # the best seed on valid, from each seed's own best valid accuracy in the run's log (not the
+    # list the trainer chose from): seed 1's equals the lone seed-1 run's best
+    alone_best = alone["valid_accuracy_per_seed"][0]
+    assert two["valid_accuracy_per_seed"][1] == alone_best
+    assert two["best_seed"] == (0 if two["valid_accuracy_per_seed"][0] >= alone_best else 1)
+    assert two["valid"]["accuracy"] == pytest.approx(two["valid_accuracy_per_seed"][two["best_seed"]])
 
 
 def interrupt_in_epoch(monkeypatch, n: int) -> None:
@@ -133,6 +139,7 @@ def test_an_interrupt_during_linear_start_saves_nothing_and_says_so(tiny, tmp_pa
     interrupt_in_epoch(monkeypatch, 2)
     result = train(quick(tiny, **{"train.linear_start_epochs": 3}), RunFolder(tmp_path / "run"), progress=False)
     assert result["interrupted"] and result["model"] is None and result["saved"] is None
+    assert result["best_epoch"] == 0 and result["valid_accuracy_per_seed"] == [-1.0]  # nothing chosen
     assert not (tmp_path / "run" / "model.pt").exists()
     capsys.readouterr()
     interrupt_in_epoch(monkeypatch, 4)  # the counter goes on: epoch 2 of the second run
