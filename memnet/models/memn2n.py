@@ -105,14 +105,18 @@ class MemN2N(nn.Module):
             return hop if role == "A" else hop + 1
         return 1 if role == "A" else 2
 
-    def embed(self, words: Tensor, table: int, ages: Tensor | None = None) -> Tensor:
-        """Sentences (..., J) of word ids -> (..., d): Σ_j l_j · E x_j (+ T(age) with ages (...))."""
-        real = (words != 0).float()  # (..., J) padding weighs 0
-        l = torch.ones(*words.shape, self.dim, device=words.device)  # (..., J, d) bag of words
-        if self.encoding == "pe":
-            j = real.cumsum(-1) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
-            l = (1 - j)[..., None] + self.e * (2 * j - 1)[..., None]  # (..., J, d) l_kj = a_j + e_k c_j
-        x = (l * real[..., None] * self.tables[table][words]).sum(-2)  # (..., d)
+    def weights(self, words: Tensor) -> Tensor:
+        """l_kj of each word of sentences (..., J): (..., J, d); padding weighs 0."""
+        real = (words != 0).float()  # (..., J)
+        if self.encoding == "bow":
+            return real[..., None].expand(*words.shape, self.dim)  # (..., J, d) l = 1
+        j = real.cumsum(-1) / real.sum(-1, keepdim=True).clamp(min=1)  # (..., J) j/J
+        return ((1 - j)[..., None] + self.e * (2 * j - 1)[..., None]) * real[..., None]  # (..., J, d) a_j + e_k c_j
+
+    def embed(self, words: Tensor, l: Tensor, table: int, ages: Tensor | None = None) -> Tensor:
+        """Sentences (..., J) of word ids with their weights l (..., J, d) -> (..., d):
+        Σ_j l_j · E x_j (+ T(age) with ages (...))."""
+        x = (l * self.tables[table][words]).sum(-2)  # (..., d)
         if ages is not None and self.temporal is not None:
             x = x + self.temporal[table][ages.clamp(max=self.memory_size - 1)]  # + T(i)
         return x
@@ -132,12 +136,15 @@ class MemN2N(nn.Module):
         B, M, _ = batch.story.shape
         real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M) memories, not padding
         visited = torch.zeros_like(real)  # (B, M) memories an earlier hop chose
-        u = self.embed(batch.query, 0)  # (B, d) u^1 = Σ_j l_j B q_j
+        u = self.embed(batch.query, self.weights(batch.query), 0)  # (B, d) u^1 = Σ_j l_j B q_j
+        l = self.weights(batch.story)  # (B, M, J, d)
+        # each table applied to every memory once (adjacent tying: C^k is A^{k+1})
+        memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
+                    for t in sorted({self.table(k, role) for k in range(self.hops) for role in "AC"})}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
         states, ps, scores, allowed_per_hop = [], [], [], []
         for k in range(self.hops):
-            m = self.embed(batch.story, self.table(k, "A"), batch.time)  # (B, M, d) m_i
-            c = self.embed(batch.story, self.table(k, "C"), batch.time)  # (B, M, d) c_i
+            m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             if self.masking == "soft":
