@@ -88,9 +88,16 @@ def _from_format_1(payload: dict[str, Any]) -> dict[str, Any]:
     return {**payload, "format": FORMAT, "config": config, "state_dict": state}
 
 
+def model_payload(state_dict: dict[str, torch.Tensor], cfg: Config, vocab: Vocab, step: int,
+                  best_metric: float) -> dict[str, Any]:
+    """What a model checkpoint holds (see the module docstring), for `write`."""
+    return {"state_dict": state_dict, "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
+            "best_metric": best_metric}
+
+
 def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float) -> None:
-    write(path, {"state_dict": {k: v.detach().clone() for k, v in model.state_dict().items()},
-                 "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step, "best_metric": best_metric})
+    write(path, model_payload({k: v.detach().clone() for k, v in model.state_dict().items()}, cfg, vocab, step,
+                              best_metric))
 
 
 def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, Any]]:

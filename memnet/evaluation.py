@@ -32,7 +32,7 @@ def predict(model: torch.nn.Module, batch: Batch, chunk: int | None = None) -> R
 
 def accuracy(model: torch.nn.Module, batch: Batch) -> float:
     """Share of the batch's questions answered right (no answer class: wrong)."""
-    return float((predict(model, batch).logits.argmax(-1) == batch.answer).float().mean())
+    return float((predict(model, batch).logits.argmax(-1) == batch.answer).double().mean())  # as the kernels count
 
 
 def _hop_table(result: Result, batch: Batch) -> dict[str, torch.Tensor]:

@@ -25,11 +25,11 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from memnet import babi, kernels
+from memnet import babi, checkpoint, kernels
 from memnet.config import Config, ConfigError, from_dict, resolve
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
-from memnet.evaluation import evaluate, predict
+from memnet.evaluation import accuracy, evaluate
 from memnet.models import build_model, init_weights
 from memnet.run import RunFolder
 
@@ -62,7 +62,7 @@ class ReferenceTraining:
         out = []
         for model in self.models:
             model.linear = linear
-            out.append(float((predict(model, batch).logits.argmax(-1) == batch.answer).double().mean()))
+            out.append(accuracy(model, batch))
             model.linear = False
         return np.array(out)
 
@@ -89,7 +89,7 @@ class Best:
 
     accuracy: np.ndarray
     states: list[dict[str, torch.Tensor] | None]
-    epoch: list[int] = field(default_factory=list)
+    epoch: list[int]  # the epoch each best was reached at
 
     @classmethod
     def empty(cls, seeds: int) -> Best:
@@ -278,8 +278,8 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
         best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
     seed = best.seed
     if run is not None and improved[seed]:
-        run.save_model({"state_dict": model_state(loop), "config": loop.cfg.to_dict(), "vocab": loop.vocab.to_dict(),
-                        "step": loop.step, "best_metric": float(best.accuracy[seed])})
+        run.save_model(checkpoint.model_payload(model_state(loop), loop.cfg, loop.vocab, loop.step,
+                                                float(best.accuracy[seed])))
     seconds = time.perf_counter() - loop.started
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
                       float(best.accuracy[seed]), seed, seconds))

@@ -104,10 +104,11 @@ class Training:
             self.load_state_dict(s, model.state_dict())
         self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
         self.data = Questions(data, first.encoding)
-        self.questions: dict[int, Questions] = {id(data): self.data}
-        m = first
-        self.flags = (m.tying == "layerwise", m.masking == "hard", m.masking == "soft", m.null_memory,
-                      m.answer_from == "readout", m.stopping)
+        # the Batches scored again and again, by id, each kept alive beside its Questions so
+        # that its id cannot be reused by another Batch
+        self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
+        self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
+                      first.answer_from == "readout", first.stopping)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -167,9 +168,9 @@ class Training:
         return (self.predict(batch, linear) == self._questions(batch).answer).mean(1)
 
     def _questions(self, batch: Batch) -> Questions:
-        if id(batch) not in self.questions:  # the same Batch objects are scored again and again
-            self.questions[id(batch)] = Questions(batch, self.model.encoding)
-        return self.questions[id(batch)]
+        if id(batch) not in self.questions:
+            self.questions[id(batch)] = (batch, Questions(batch, self.model.encoding))
+        return self.questions[id(batch)][1]
 
     def _each_seed(self, work) -> list:
         """work(s) for every seed: on train.threads threads when there are several."""
