@@ -114,20 +114,6 @@ def samples(stories: Iterable[Story]) -> Iterator[Sample]:
                 facts.append(line)
 
 
-def official_dir(checkout: str | os.PathLike) -> Path:
-    """The official bAbI data (a folder holding en/ and en-valid/) for a checkout's scripts and
-    tests: $MEMNET_BABI_DIR when set; else the shared folder beside the checkout (../shared/babi,
-    as CI lays it out) when it exists; else the copy `memnet data download` made, when there is one."""
-    if os.environ.get("MEMNET_BABI_DIR"):
-        return Path(os.environ["MEMNET_BABI_DIR"])
-    shared = Path(checkout).parent / "shared" / "babi"
-    if shared.is_dir():
-        return shared
-    from memnet.official import release_dir  # it reads this module's task names
-
-    return release_dir() if release_dir().is_dir() else shared
-
-
 def tokenize(text: str) -> list[str]:
     """Lower-cased words without punctuation: 'What colour is Greg?' -> ['what', 'colour', 'is', 'greg']."""
     return _WORD.findall(text.lower())

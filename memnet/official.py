@@ -86,6 +86,18 @@ def release_dir(home: str | os.PathLike | None = None) -> Path:
     return Path(home if home is not None else data_home()) / RELEASE
 
 
+def official_dir(checkout: str | os.PathLike) -> Path:
+    """The official bAbI data (a folder holding en/ and en-valid/) for a checkout's scripts and
+    tests: $MEMNET_BABI_DIR when set; else the shared folder beside the checkout (../shared/babi,
+    as CI lays it out) when it exists; else the copy `memnet data download` made, when there is one."""
+    if os.environ.get("MEMNET_BABI_DIR"):
+        return Path(os.environ["MEMNET_BABI_DIR"])
+    shared = Path(checkout).parent / "shared" / "babi"
+    if shared.is_dir():
+        return shared
+    return release_dir() if release_dir().is_dir() else shared
+
+
 def resolve_data_dir(text: str) -> str:
     """A --data value: a path that exists is used as given; a set name (en-valid, hn-10k, ...)
     with no such folder here stands for the downloaded copy of that set."""

@@ -153,7 +153,7 @@ def device_of(cfg: Config) -> torch.device:
     if device.type == "cuda" and not torch.cuda.is_available():
         raise ConfigError(f"train.device: {cfg.train.device} is not available here (no CUDA device); use cpu")
     if device.type == "mps" and not torch.backends.mps.is_available():
-        raise ConfigError(f"train.device: mps is not available here; use cpu")
+        raise ConfigError("train.device: mps is not available here; use cpu")
     return device
 
 

@@ -105,7 +105,7 @@ def is_joint(variant: str) -> bool:
 
 
 def default_data() -> Path:
-    return babi.official_dir(ROOT) / "en-valid"
+    return official.official_dir(ROOT) / "en-valid"
 
 
 def commit() -> str:
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__.split("\n\n", 1)[1])
     parser.add_argument("--data", type=official.data_dir_arg, default=default_data(),
                         help="official bAbI folder with train/valid/test files, or a set's name after `memnet data "
-                             "download` (default: en-valid of the official data: memnet.babi.official_dir)")
+                             "download` (default: en-valid of the official data: memnet.official.official_dir)")
     parser.add_argument("--tasks", default="1-20", help="tasks: 1-20, 1,2,16 ... (default: 1-20)")
     parser.add_argument("--variants", default="paper", help=f"comma-separated, of {','.join(VARIANTS)} (default: paper)")
     parser.add_argument("--restarts", type=int, default=10, help="restarts per run, best on validation (default: 10, the paper's)")

@@ -43,11 +43,11 @@ def cpu_name() -> str:
 
 
 def main() -> None:
-    default_data = babi.official_dir(ROOT) / "en-valid"
+    default_data = official.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=official.data_dir_arg, default=str(default_data),
                         help="bAbI folder, or a set's name after `memnet data download` (default: en-valid of the "
-                             "official data: memnet.babi.official_dir)")
+                             "official data: memnet.official.official_dir)")
     parser.add_argument("--tasks", default="1,16", help="tasks: 1,16 or a range like 1-20 (default: 1,16)")
     parser.add_argument("--seeds", default="1,10", help="comma-separated restart counts (default: 1,10)")
     parser.add_argument("--epochs", type=int, default=100, help="epochs per run (default: 100, the paper's)")

@@ -54,9 +54,9 @@ def loop_at(revision: str, folder: Path):
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("revision", help=f"a git revision whose {KERNEL} to time against the working tree's")
-    parser.add_argument("--data", type=official.data_dir_arg, default=str(babi.official_dir(ROOT) / "en-valid"),
+    parser.add_argument("--data", type=official.data_dir_arg, default=str(official.official_dir(ROOT) / "en-valid"),
                         help="bAbI folder, or a set's name after `memnet data download` (default: en-valid of the "
-                             "official data: memnet.babi.official_dir)")
+                             "official data: memnet.official.official_dir)")
     parser.add_argument("--task", default="1", help="task (default: 1)")
     parser.add_argument("--epochs", type=int, default=30, help="epochs each loop trains (default: 30)")
     parser.add_argument("--folder", default=str(ROOT / "runs" / "compare"),

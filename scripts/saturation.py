@@ -33,11 +33,11 @@ def row(label: str, sat: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    default_data = babi.official_dir(ROOT) / "en-valid"
+    default_data = official.official_dir(ROOT) / "en-valid"
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=official.data_dir_arg, default=str(default_data),
                         help="bAbI folder, or a set's name after `memnet data download` (default: en-valid of the "
-                             "official data: memnet.babi.official_dir)")
+                             "official data: memnet.official.official_dir)")
     parser.add_argument("--task", default="1", help="task number (default: 1)")
     parser.add_argument("--widths", default="5,20,80,320", help="d_k values for the untrained part (default: 5,20,80,320)")
     parser.add_argument("--epochs", type=int, default=0, help="also train with and without scaling for this many epochs")

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from memnet import babi
+from memnet import official
 
 ROOT = Path(__file__).resolve().parents[1]
-BABI = babi.official_dir(ROOT)
+BABI = official.official_dir(ROOT)
 # Small files in the official layouts, made by memnet's generator (tests/fixtures/babi/README.md):
 # en/ (qa1, qa16: train and test) and en-valid/ (qa1: train, valid and test).
 FIXTURES = ROOT / "tests" / "fixtures" / "babi"

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from tqdm import tqdm
 
-from memnet import babi, official
+from memnet import official
 from memnet.cli import main
 from memnet.official_manifest import SHA256
 
@@ -360,13 +360,13 @@ def test_set_names_stand_for_the_downloaded_copy(source, tmp_path, home, capsys,
 def test_official_dir_finds_the_download(source, tmp_path, home, monkeypatch):
     monkeypatch.delenv("MEMNET_BABI_DIR", raising=False)
     checkout = tmp_path / "clone" / "memnet"  # no ../shared beside it
-    assert babi.official_dir(checkout) == tmp_path / "clone" / "shared" / "babi"
+    assert official.official_dir(checkout) == tmp_path / "clone" / "shared" / "babi"
     assert download("--from", str(pack(source, tmp_path / "good.tar.gz"))) == 0
-    assert babi.official_dir(checkout) == home / RELEASE
+    assert official.official_dir(checkout) == home / RELEASE
     (tmp_path / "clone" / "shared" / "babi").mkdir(parents=True)
-    assert babi.official_dir(checkout) == tmp_path / "clone" / "shared" / "babi"
+    assert official.official_dir(checkout) == tmp_path / "clone" / "shared" / "babi"
     monkeypatch.setenv("MEMNET_BABI_DIR", "/nonexistent")
-    assert babi.official_dir(checkout) == Path("/nonexistent")
+    assert official.official_dir(checkout) == Path("/nonexistent")
 
 
 def test_the_official_files_pass_the_shipped_manifest(babi_dir, source, tmp_path, home, monkeypatch):

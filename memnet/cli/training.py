@@ -121,8 +121,8 @@ def run_train(args: argparse.Namespace) -> int:
     if result["saved"] is not None:
         print(f"wrote {result['saved']}")
     else:
-        print(f"nothing was saved: training was interrupted before any epoch could be chosen "
-              f"(linear start chooses none)", file=sys.stderr)
+        print("nothing was saved: training was interrupted before any epoch could be chosen "
+              "(linear start chooses none)", file=sys.stderr)
     return 130 if result["interrupted"] else 0
 
 
