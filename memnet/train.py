@@ -23,9 +23,10 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
-from memnet import babi, checkpoint, kernels
+from memnet import babi, checkpoint, distributed, kernels
 from memnet.config import Config, ConfigError, from_dict, resolve
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
@@ -35,28 +36,47 @@ from memnet.run import RunFolder
 
 
 class ReferenceTraining:
-    """The reference models of S seeds, each trained by autograd and SGD in turn."""
+    """The reference models of S seeds, each trained by autograd and SGD in turn. Under torchrun
+    (memnet.distributed) each process computes its share of every batch and DistributedDataParallel
+    sums the shares' gradients, so every process takes the whole batch's step."""
 
-    name = "the reference model (torch autograd)"
-
-    def __init__(self, models: list[torch.nn.Module], data: Batch, *, max_grad_norm: float):
-        self.models, self.data, self.max_grad_norm = models, data, max_grad_norm
+    def __init__(self, models: list[torch.nn.Module], data: Batch, *, max_grad_norm: float,
+                 world: distributed.World = distributed.World()):
+        self.models, self.data, self.max_grad_norm, self.world = models, data, max_grad_norm, world
+        self.name = "the reference model (torch autograd)"
+        self.replicas = models
+        if world.distributed:
+            self.name += f" in {world.size} processes (DistributedDataParallel, {distributed.backend()})"
+            unused = any(unused_parameters(m, data.index(slice(0, 8)), linear) for m in models[:1] for linear in (True, False))
+            self.replicas = [DistributedDataParallel(m, find_unused_parameters=unused) for m in models]
 
     def epoch(self, order: np.ndarray, ages: np.ndarray, lr: float, batch_size: int, linear: bool) -> np.ndarray:
         losses = []
-        for model, seed_order, seed_ages in zip(self.models, order, ages):
+        for model, replica, seed_order, seed_ages in zip(self.models, self.replicas, order, ages):
             model.train()
             model.linear = linear
             shuffled = self.data.index(torch.from_numpy(seed_order).to(self.data.story.device))
             shuffled.time = torch.from_numpy(seed_ages).to(shuffled.time.device)
             total = torch.zeros(())
             for batch in shuffled.split(batch_size):
-                loss = model(batch.trim_memory()).loss
-                loss.backward()
+                share, weight = self.share(batch)
+                loss = replica(share.trim_memory()).loss
+                (loss * weight).backward()
                 sgd_step(model, lr, self.max_grad_norm)
-                total += loss.detach().cpu()
-            losses.append(float(total))
-        return np.array(losses)
+                total += loss.detach().cpu() * (weight > 0)
+            losses.append(total)
+        return distributed.summed(torch.stack(losses)).numpy()
+
+    def share(self, batch: Batch) -> tuple[Batch, float]:
+        """This process's questions of a batch (rank, rank + W, ...) and the factor on their loss
+        that turns DistributedDataParallel's mean of the W gradients into their sum."""
+        W = self.world.size
+        if W == 1:
+            return batch, 1.0
+        rows = torch.arange(self.world.rank, len(batch), W, device=batch.story.device)
+        if len(rows) == 0:  # fewer questions than processes: one question with no weight keeps the processes in step
+            return batch.index(rows.new_zeros(1)), 0.0
+        return batch.index(rows), float(W)
 
     def accuracy(self, batch: Batch, linear: bool = False) -> np.ndarray:
         out = []
@@ -71,6 +91,17 @@ class ReferenceTraining:
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         self.models[s].load_state_dict(state)
+
+
+def unused_parameters(model: torch.nn.Module, batch: Batch, linear: bool) -> list[str]:
+    """The parameters a step leaves without a gradient (a soft-masking penalty with one hop, say):
+    DistributedDataParallel must be told there are some, and costs more when told."""
+    model.linear = linear
+    model(batch.trim_memory()).loss.backward()
+    unused = [name for name, p in model.named_parameters() if p.grad is None]
+    model.zero_grad(set_to_none=True)
+    model.linear = False
+    return unused
 
 
 @torch.no_grad()
@@ -157,8 +188,16 @@ def device_of(cfg: Config) -> torch.device:
     return device
 
 
-def training_path(cfg: Config, models: list[torch.nn.Module], data: Batch, say) -> Any:
+def training_path(cfg: Config, models: list[torch.nn.Module], data: Batch, say,
+                  here: distributed.World = distributed.World()) -> Any:
     """The kernel that covers the run, else the reference model; says which and why."""
+    if here.distributed:
+        if cfg.train.backend not in ("auto", "torch"):
+            raise ConfigError(f"train.backend: the {cfg.train.backend} kernel runs in one process; "
+                              f"under torchrun use auto or torch")
+        path = ReferenceTraining(models, data, max_grad_norm=cfg.train.max_grad_norm, world=here)
+        say(f"training on {path.name}: the kernels run in one process only")
+        return path
     kernel, why = kernels.choose(cfg)
     if kernel is not None:
         path = kernel.Training(models, data, max_grad_norm=cfg.train.max_grad_norm, threads=cfg.train.threads)
@@ -204,7 +243,16 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...), under "model" the chosen model (None when none was chosen:
     interrupted during linear start) and under "saved" the checked model.pt (or None).
-    Ctrl-C stops training, keeps the best model so far, and still evaluates."""
+    Ctrl-C stops training, keeps the best model so far, and still evaluates. Under torchrun every
+    process trains (memnet.distributed); process 0 alone logs and writes `run`."""
+    try:
+        return train_here(cfg, run, distributed.world(), progress, log)
+    finally:
+        distributed.stop()
+
+
+def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool) -> dict[str, Any]:
+    """train() in this process, which is process here.rank of here.size."""
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
     if state:  # the run's own config: a resumed run continues, it does not change
@@ -213,13 +261,16 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
     cfg = resolve(cfg, len(babi.parse_tasks(cfg.data.task)))
     torch.set_num_threads(cfg.train.threads)
     torch.set_flush_denormal(True)  # near convergence, denormal gradients slow CPU arithmetic tenfold
-    device = device_of(cfg)
+    device = distributed.device_for(device_of(cfg), here)
+    distributed.start(here, device)  # waits for every process: each has read last.pt before process 0 writes it
+    if not here.main:
+        run, say, progress = None, (lambda line: None), False
     S = cfg.train.restarts
     generators = [torch.Generator().manual_seed(cfg.train.seed + s) for s in range(S)]  # each restart's weights, then data order
     models = [init_weights(build_model(cfg, vocab, restart=True), cfg, s, generators[s]).to(device) for s in range(S)]
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
-    loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say), train_data, data["valid"].to(device),
+    loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say, here), train_data, data["valid"].to(device),
                 generators, run, linear_epochs, say, Best.empty(S))
     if cfg.train.linear_start_epochs and not linear_epochs:
         say(f"linear start: skipped ({cfg.model.type} has no softmax-free phase)")

@@ -64,8 +64,8 @@ def scripted_accuracy(monkeypatch, n_valid: int, snapshots: list, epochs: list):
     losses) in `epochs`; an epoch takes at least 0.05 s."""
     real = train_module.training_path
 
-    def path_with_scripted_accuracy(cfg, models, data, say):
-        path = real(cfg, models, data, say)
+    def path_with_scripted_accuracy(cfg, models, data, say, here):
+        path = real(cfg, models, data, say, here)
         calls = {"valid": 0, "train": 0}
 
         def accuracy(batch, linear=False):

@@ -93,6 +93,7 @@ def config_path(given: str | None) -> Path | None:
 
 
 def run_train(args: argparse.Namespace) -> int:
+    from memnet import distributed
     from memnet.evaluation import percents
     from memnet.run import RunFolder
     from memnet.train import train  # torch loads only for commands that need it
@@ -111,8 +112,13 @@ def run_train(args: argparse.Namespace) -> int:
         raise ConfigError(f"{e}{hint}") from None
     if args.data is not None and not Path(args.data).is_dir():
         raise MemnetError(f"{args.data}: no such data folder")
-    run = RunFolder(args.out, resume=args.resume, force=args.force, config_source=None if args.resume else source)
+    here = distributed.world()
+    run = None  # under torchrun process 0 writes the run; the others read it only to resume
+    if here.main or args.resume:
+        run = RunFolder(args.out, resume=args.resume, force=args.force, config_source=None if args.resume else source)
     result = train(cfg, run, progress=not args.quiet)
+    if not here.main:
+        return 0
     for split in ("valid", "test"):
         if split in result:
             m = result[split]
