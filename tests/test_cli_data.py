@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+from memnet.babi import read_file
 from memnet.cli import main
 
 
@@ -11,13 +12,17 @@ def test_generate_is_a_pure_function_of_task_size_and_seed(tmp_path, capsys):
         assert main(["generate", "--task", "1,16,chain", "--train", "200", "--test", "100", "--seed", seed,
                      "--out", str(tmp_path / name)]) == 0
     names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    names_in_order = [f"{stem}_{split}.txt" for stem in ("qa1_single-supporting-fact", "qa16_basic-induction", "chain")
+                      for split in ("train", "test")]  # the order generate writes them in
     assert names == ["chain_test.txt", "chain_train.txt", "qa16_basic-induction_test.txt",
                      "qa16_basic-induction_train.txt", "qa1_single-supporting-fact_test.txt",
                      "qa1_single-supporting-fact_train.txt"]
     for n in names:
         assert (tmp_path / "a" / n).read_bytes() == (tmp_path / "b" / n).read_bytes()
         assert (tmp_path / "a" / n).read_bytes() != (tmp_path / "c" / n).read_bytes()
-    assert "wrote" in capsys.readouterr().out
+    # one line per file written, naming it ("wrote" alone would pass a file never written)
+    assert capsys.readouterr().out.splitlines() == [f"wrote {tmp_path / name / n}"
+                                                    for name in "abc" for n in names_in_order]
 
 
 def test_show_stats_and_check_on_generated_data(tmp_path, capsys):
@@ -25,8 +30,13 @@ def test_show_stats_and_check_on_generated_data(tmp_path, capsys):
     assert main(["generate", "--task", "16", "--train", "300", "--test", "300", "--out", str(out)]) == 0
     capsys.readouterr()
     assert main(["show", str(out), "--task", "16", "-n", "2"]) == 0
-    shown = capsys.readouterr().out
-    assert shown.count("story ") == 2 and "What color is" in shown and "supporting facts" in shown
+    shown = capsys.readouterr().out.splitlines()
+    assert [line for line in shown if ": story " in line] == [f"qa16_basic-induction_train.txt: story {i} of 300"
+                                                              for i in (1, 2)]
+    # each question with the file's answer and supporting facts (the labels alone would pass any)
+    questions = [q for s in read_file(out / "qa16_basic-induction_train.txt")[:2] for q in s.questions]
+    assert [line.split(maxsplit=1)[1] for line in shown if " -> " in line] == [
+        f"{q.text}  ->  {q.answer}  (supporting facts {' '.join(map(str, q.support))})" for q in questions]
 
     assert main(["stats", str(out), "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)["tasks"]["16"]
@@ -52,8 +62,12 @@ def test_compare_with_the_official_files(tmp_path, babi_dir, capsys):
 
 def test_check_flags_the_ambiguous_official_induction_questions(babi_dir, capsys):
     assert main(["check", str(babi_dir / "en"), "--task", "16"]) == 1
-    out = capsys.readouterr().out
-    assert "86 disagree" in out and "64 disagree" in out
+    # each file's line exactly ("86 disagree" alone would pass 186), then its first 3 disagreements
+    lines = capsys.readouterr().out.splitlines()
+    assert [line for line in lines if not line.startswith("       ")] == [
+        "FAIL qa16_basic-induction_train.txt: 1000 questions, 86 disagree with the solver",
+        "FAIL qa16_basic-induction_test.txt: 1000 questions, 64 disagree with the solver"]
+    assert len(lines) == 2 + 2 * 3
 
 
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):
@@ -71,8 +85,11 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):
 def test_check_reports_a_question_outside_the_task_language(tmp_path, capsys):
     (tmp_path / "qa1_train.txt").write_text("1 Mary went to the kitchen.\n2 Who is Mary? \tkitchen\t1\n")
     assert main(["check", str(tmp_path)]) == 1
-    out = capsys.readouterr().out
-    assert "1 disagree" in out and "unreadable: unexpected question 'Who is Mary?'" in out
+    # the whole report: "1 disagree" alone would pass 11, and the file's answer and the solver's in their places
+    assert capsys.readouterr().out.splitlines() == [
+        "FAIL qa1_train.txt: 1 questions, 1 disagree with the solver",
+        "       story 1, line 2 'Who is Mary?': file says kitchen (1), solver says "
+        "<unreadable: unexpected question 'Who is Mary?'> ()"]
 
 
 def test_the_data_commands_do_not_load_torch(tmp_path):

@@ -140,7 +140,11 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
     assert code == 0
     assert "warning: the model never saw 'purple'; ignored" in err
     assert "Q: What color is Greg?" in out and "gold: (none given)" in out
-    assert all(f"{i}  " in out for i in range(1, 6))
+    # one row per sentence, oldest first, with its own id and text (not only "1  " somewhere in the weights)
+    rows = [re.match(r" *(\d+)  (.+?)  ", line).groups() for line in out.splitlines()[2:7]]
+    assert rows == [(str(i), text) for i, text in enumerate(
+        ["Brian is a frog.", "Lily is purple.", "Brian is yellow.", "Julius is green.", "Greg is a frog."], start=1)]
+    assert out.splitlines()[7].split()[0] == "(nothing)"  # and no sixth row
     with_answer = tmp_path / "answered.txt"
     with_answer.write_text(SEED_STORY.replace("Greg?", "Greg?\tyellow\t5 1 3"))
     code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", with_answer, "--format", "json")

@@ -121,12 +121,14 @@ def test_train_and_eval_cli(generated, tmp_path, capsys):
     run = tmp_path / "run"
     assert main(["train", "--data", str(generated), "--task", "1", "--out", str(run), "--quiet",
                  "--config", "none", "--model.type=transformer", "--model.layers=3", "--train.epochs=1", "--train.threads=1"]) == 0
-    assert "test: accuracy" in capsys.readouterr().out
+    trained = capsys.readouterr().out
     model, cfg, _, _ = checkpoint.load(run / "model.pt")
     assert isinstance(model, Transformer) and cfg.model.type == "transformer" and cfg.model.layers == 3
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert metrics["n"] == 200 and len(metrics["hop_accuracy"]) == 3
+    # the test accuracy train reports is the saved model's on the test file (not the label alone)
+    assert f"\ntest: accuracy {100 * metrics['accuracy']:.1f}%  " in trained
     # the question's attention per layer and head; the table's columns are their mean
     assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--heads", "--format", "json"]) == 0
     table = json.loads(capsys.readouterr().out)
@@ -134,7 +136,16 @@ def test_train_and_eval_cli(generated, tmp_path, capsys):
     assert heads.shape == (table["hops_used"], cfg.model.heads, len(table["memories"]))
     assert torch.allclose(heads.sum(-1), torch.ones(())) and torch.allclose(heads.mean(1), torch.tensor(table["attention"]), atol=1e-5)
     assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(generated), "--heads"]) == 0
-    assert "L1 H1" in capsys.readouterr().out
+    # the per-head table: its header, then each memory's weight under each layer and head (the header alone
+    # would pass "L1 H1")
+    text = capsys.readouterr().out.splitlines()
+    start = text.index("per head (the columns above average them):") + 1
+    assert text[start].split() == ["id", *[w for k in range(heads.shape[0]) for h in range(heads.shape[1])
+                                           for w in (f"L{k + 1}", f"H{h + 1}")]]
+    for row, memory in enumerate(table["memories"]):
+        cells = text[start + 1 + row].split()
+        assert cells[0] == str(memory["id"])
+        assert [float(c) for c in cells[1:]] == pytest.approx(heads[:, :, row].flatten().tolist(), abs=0.0051)
 
 
 def test_a_memory_network_switch_for_a_transformer_is_a_clear_error(generated, tmp_path, capsys):
@@ -143,5 +154,10 @@ def test_a_memory_network_switch_for_a_transformer_is_a_clear_error(generated, t
     assert main(args) == 2
     assert "model.masking: a setting of model.type memn2n, not of transformer" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
-    main(args[:-5] + ["--model.type=transformer", "--train.epochs=1"])  # from config.yaml: its memn2n section
-    assert "--config none starts from the built-in defaults" in capsys.readouterr().err
+    # from config.yaml: its memn2n section is refused, with the way out, and nothing is trained
+    assert main(args[:-5] + ["--model.type=transformer", "--train.epochs=1"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("memnet train: error: ") and err.count("\n") == 1
+    assert err.endswith("(the model section of the config file is for another model.type: --config none starts from "
+                        "the built-in defaults)\n")
+    assert not (tmp_path / "run").exists()
