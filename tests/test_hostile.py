@@ -536,8 +536,10 @@ def test_ask_refuses_input_that_is_not_utf8(capsys, inspect_run, monkeypatch):
 
 def _memnet(*argv, **kwargs) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # Ctrl-C as a terminal sends it: a shell's background job (`scripts/mutation ... &`) runs with SIGINT
+    # ignored, which the child would inherit, and Python then never turns the SIGINT into KeyboardInterrupt
     return subprocess.Popen([sys.executable, "-m", "memnet", *map(str, argv)], env=env, stderr=subprocess.PIPE,
-                            text=True, **kwargs)
+                            text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
 
 
 def test_ctrl_c_during_generate_leaves_the_previous_file_and_no_partial_one(tmp_path):
