@@ -1,6 +1,6 @@
 """ACT per position (memnet.models.act) and the Universal Transformer that halts with it: the
 arithmetic checked by hand, the halting's gradient, the model's Result, its config switches,
-the paper's word masks, and a run of the CLI that `memnet inspect` reads."""
+the paper's word masks, and a run of the CLI that inspect, eval and report read."""
 import dataclasses
 import json
 import math
@@ -171,7 +171,7 @@ def test_the_word_masks_start_as_a_bag_of_words_and_cover_max_words(qa1):
         too_long(batch)
 
 
-def test_train_inspect_and_eval_through_the_cli(babi_fixtures, tmp_path, capsys):
+def test_train_inspect_eval_and_report_through_the_cli(babi_fixtures, tmp_path, capsys):
     data, run = babi_fixtures / "en-valid", tmp_path / "run"
     assert main(["train", "--data", str(data), "--task", "1", "--out", str(run), "--quiet", "--config", "none",
                  "--model.type=universal", "--model.act=true", "--model.layers=4", "--model.encoding=mask",
@@ -186,3 +186,5 @@ def test_train_inspect_and_eval_through_the_cli(babi_fixtures, tmp_path, capsys)
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--json"]) == 0
     metrics = json.loads(capsys.readouterr().out)
     assert len(metrics["hop_accuracy"]) == 4 and 1 <= metrics["mean_hops"] <= 4
+    assert main(["report", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--out", str(tmp_path / "r.html")]) == 0
+    assert "universal, 4 layers, d=20, 2 heads, mask, halting ACT per position" in (tmp_path / "r.html").read_text()
