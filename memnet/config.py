@@ -74,12 +74,20 @@ class TransformerConfig:
     heads: int = 2  # attention heads; must divide dim
     ff_dim: int = 80  # width of the feed-forward layer
     scale: bool = True  # divide attention scores by sqrt(d_k)
-    encoding: str = "pe"  # bow or pe (position encoding of each sentence's words)
+    # bow, pe (position encoding) or mask (the Universal Transformer paper's learned
+    # multiplicative mask per word position, one for sentences and one for the question)
+    encoding: str = "pe"  # how a sentence's words make its vector: bow, pe or mask
+    max_words: int = 20  # encoding mask: word positions the masks cover (bAbI's longest sentence has 11)
     temporal: bool = True  # temporal encoding T(i) of each memory's age
     init_std: float = 0.1  # standard deviation of the embeddings' starting normal
     stopping: bool = False  # halting unit on the question's state after each layer
     halt_cost: float = 0.01  # cost per extra layer taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
+    # universal only: the Universal Transformer's dynamic halting, ACT per position (Graves
+    # 2016), the question and every memory halting on their own within `layers` steps
+    act: bool = False  # adaptive computation time per position (universal only)
+    act_epsilon: float = 0.01  # ε: a position halts once its halting probabilities sum to 1 - ε
+    ponder_cost: float = 0.01  # τ: the loss adds τ · mean over positions of N + R, per question
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
 
 
@@ -138,7 +146,7 @@ class Config:
 # fields that take one of a few words
 CHOICES = {
     "model.type": tuple(MODEL_TYPES),
-    "model.encoding": ("bow", "pe"),
+    "model.encoding": ("bow", "pe", "mask"),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout"),
@@ -162,6 +170,9 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.init_std": ("a finite number > 0", _finite(lambda v: v > 0)),
     "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
+    "model.max_words": (">= 1", lambda v: v >= 1),
+    "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
+    "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "train.epochs": (">= 1", lambda v: v >= 1),
     "train.batch_size": (">= 1", lambda v: v >= 1),
     "train.lr": ("a finite number > 0", _finite(lambda v: v > 0)),
@@ -246,8 +257,17 @@ def check(cfg: Config) -> Config:
         if hasattr(part, name) and not test(getattr(part, name)):
             raise ConfigError(f"{key}: expected {allowed}, found {getattr(part, name)!r}")
     model = cfg.model
+    if isinstance(model, MemN2NConfig) and model.encoding == "mask":
+        raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
+                          "a memn2n model takes bow or pe")
     if isinstance(model, TransformerConfig) and model.dim % model.heads:
         raise ConfigError(f"model.heads: expected a divisor of model.dim ({model.dim}), found {model.heads}")
+    if isinstance(model, TransformerConfig) and model.act and model.type != "universal":
+        raise ConfigError("model.act: ACT halts each position of one shared layer applied again and again; "
+                          f"it needs model.type universal, found {model.type}")
+    if isinstance(model, TransformerConfig) and model.act and model.stopping:
+        raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
+                          "choose one")
     return cfg
 
 

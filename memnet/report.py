@@ -18,7 +18,7 @@ import torch
 
 from memnet import solver
 from memnet.babi import Sample, Task
-from memnet.config import Config
+from memnet.config import Config, MemN2NConfig
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import evaluate
 from memnet.files import atomic_write
@@ -137,15 +137,21 @@ def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence
     flagged = (f"; ambiguous (⚑): {ambiguous}, of which {verdicts.count('ambiguous')} answered with another answer "
                "the story allows") if ambiguous else ""
     mc = cfg.model
-    setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
-               f"masking {mc.masking}")
+    if isinstance(mc, MemN2NConfig):
+        max_hops = mc.hops
+        setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
+                   f"masking {mc.masking}")
+    else:  # the transformer readers: layers (universal: steps) for hops, and their halting rule
+        max_hops = mc.layers
+        halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
+        setting = f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memnet report</title>
 <style>{_CSS}</style></head>
 <body>
 <h1>memnet report</h1>
 <p class="sub">{escape(title)}<br>{escape(setting)}</p>
-{_metrics_html(m, hops_used, mc.hops)}
+{_metrics_html(m, hops_used, max_hops)}
 <h2>Attention, question by question</h2>
 <div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)}{flagged})</label></div>
 {note}

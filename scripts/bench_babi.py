@@ -15,9 +15,11 @@ paper, mask (model.masking=hard), stop (model.stopping=true), both, sup (attenti
 supervision), joint (one model on all the given tasks, with the train.joint_* settings) and
 generated (the paper's recipe trained on 1,000 questions per task from memnet.generator,
 tested on the official test file: a faithful generator lands within 2 points of paper),
-transformer (memnet.transformer, 2 layers) and universal (one shared layer, up to 3 steps,
-halting per question). Linear start (train.linear_start_epochs, 20 at lr 0.005) runs before
-the 100 epochs of the schedule; the transformers have no linear start.
+transformer (memnet.transformer, 2 layers), universal (one shared layer, up to 3 steps,
+halting per question) and ut_act (the Universal Transformer with ACT per position, at the sizes
+of its authors' bAbI runs: d = 128, 4 heads, filter 512, up to 8 steps). Linear start
+(train.linear_start_epochs, 20 at lr 0.005) runs before the 100 epochs of the schedule; the
+transformers have no linear start.
 """
 from __future__ import annotations
 
@@ -43,8 +45,8 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
          "model.alternate_init": False, "train.ensemble": False}
 # the transformer readers' settings that memnet/config.py's defaults could change
-TRANSFORMER = {"model.stopping": False, "model.init_std": 0.1, "model.vocabulary_softmax": False,
-               "train.attention_supervision": 0.0, "train.ensemble": False}
+TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
+               "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     # the paper's recipe with padding masked and no null memory: a hop must read something
@@ -73,10 +75,25 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "transformer": {"model.type": "transformer", "model.layers": 2},
     # one shared layer applied up to 3 times, halting per question (Universal Transformer, in spirit)
     "universal": {"model.type": "universal", "model.layers": 3, "model.stopping": True},
+    # the Universal Transformer with dynamic halting, ACT per position (Dehghani et al. 2019,
+    # arXiv:1807.03819). The paper gives no bAbI sizes beyond its 4 heads (Appendix F); the rest
+    # is the hparams set the authors' bAbI code (github.com/MostafaDehghani/bAbI-T2T, README)
+    # trains with, tensor2tensor's universal_transformer_tiny, as of the paper (May 2018):
+    "ut_act": {"model.type": "universal", "model.act": True,
+               "model.dim": 128,  # hidden_size 128 (transformer_tiny)
+               "model.heads": 4,  # num_heads 4 (transformer_tiny; the paper's Appendix F: 4 heads)
+               "model.ff_dim": 512,  # filter_size 512 (transformer_tiny)
+               # num_rec_steps 8 (universal_transformer_tiny). Its ACT limit act_max_steps is
+               # 2 x num_hidden_layers = 4, which the paper's mean ponder time on 3-fact tasks,
+               # 3.8 ± 2.2 steps (section 3.1), rules out for its runs: 8, the fixed-step count
+               "model.layers": 8,
+               # ε and τ: act_epsilon and act_loss_weight, tensor2tensor's defaults
+               "model.act_epsilon": 0.01, "model.ponder_cost": 0.01,
+               "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
-          "transformer": "Transformer", "universal": "UT + halting"}
+          "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
 

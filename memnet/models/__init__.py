@@ -36,8 +36,9 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
     if isinstance(m, TransformerConfig):
         return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
                            universal=m.type == "universal", dim=m.dim, layers=m.layers, heads=m.heads, ff_dim=m.ff_dim,
-                           scale=m.scale, encoding=m.encoding, temporal=m.temporal, stopping=m.stopping,
-                           halt_cost=m.halt_cost, halt_threshold=m.halt_threshold,
+                           scale=m.scale, encoding=m.encoding, max_words=m.max_words, temporal=m.temporal,
+                           stopping=m.stopping, halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, act=m.act,
+                           act_epsilon=m.act_epsilon, ponder_cost=m.ponder_cost,
                            attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
