@@ -137,15 +137,18 @@ def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence
     flagged = (f"; ambiguous (⚑): {ambiguous}, of which {verdicts.count('ambiguous')} answered with another answer "
                "the story allows") if ambiguous else ""
     mc = cfg.model
-    setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
-               f"masking {mc.masking}")
+    stopping = f"stopping {'on' if mc.stopping else 'off'}"
+    if mc.type == "memn2n":
+        steps, setting = mc.hops, f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, {stopping}, masking {mc.masking}"
+    else:  # a transformer's steps are its layers; it has no hops and no masking
+        steps, setting = mc.layers, f"{mc.type}, {mc.layers} layers, {mc.heads} heads, d={mc.dim}, {mc.encoding}, {stopping}"
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memnet report</title>
 <style>{_CSS}</style></head>
 <body>
 <h1>memnet report</h1>
 <p class="sub">{escape(title)}<br>{escape(setting)}</p>
-{_metrics_html(m, hops_used, mc.hops)}
+{_metrics_html(m, hops_used, steps)}
 <h2>Attention, question by question</h2>
 <div id="filter"><label><input type="checkbox" id="wrong-only"> show only wrong answers ({wrong} of {len(tables)}{flagged})</label></div>
 {note}

@@ -281,21 +281,43 @@ def test_every_flag_has_help():
             assert action.help, f"{name} {action.option_strings} has no help"
 
 
-def test_transformer_reader_columns_are_layers(capsys, inspect_run, tmp_path):
+@pytest.fixture(scope="module")
+def transformer_run(inspect_run, tmp_path_factory):
+    """A transformer reader (2 layers, no halting unit) trained one epoch on inspect_run's data:
+    {data, checkpoint, cfg}."""
     from memnet import config
     from memnet.run import RunFolder
     from memnet.train import train
 
     cfg = config.load(None, {"data.dir": str(inspect_run["data"]), "data.task": "16", "model.type": "transformer",
                              "train.epochs": 1, "train.eval_every": 1, "train.linear_start_epochs": 0, "train.threads": 1})
-    train(cfg, RunFolder(tmp_path / "tx"), progress=False)
+    folder = tmp_path_factory.mktemp("tx")
+    train(cfg, RunFolder(folder), progress=False)
+    return {"checkpoint": folder / "model.pt", "data": inspect_run["data"], "cfg": cfg}
+
+
+def test_transformer_reader_columns_are_layers(capsys, transformer_run):
     capsys.readouterr()  # the trainer's log lines
-    run_ = {"checkpoint": tmp_path / "tx" / "model.pt", "data": inspect_run["data"]}
+    run_, cfg = transformer_run, transformer_run["cfg"]
     table = inspect_json(capsys, run_, "--index", 0)
     assert table["step"] == "layer" and len(table["attention"]) == table["hops_used"] == cfg.model.layers
     assert all(sum(layer) == pytest.approx(1.0, abs=1e-4) for layer in table["attention"])
     code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
     assert code == 0 and out.splitlines()[1].split()[3:] == ["layer", "1", "layer", "2"]
+
+
+def test_report_on_a_transformer(capsys, transformer_run, tmp_path):
+    # a transformer has layers, not hops (it once failed here: its config has no `hops`)
+    capsys.readouterr()
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", transformer_run["checkpoint"], "--data", transformer_run["data"],
+                       "--out", out)
+    assert code == 0, err
+    html = out.read_text()
+    assert "<br>transformer, 2 layers, 2 heads, d=20, pe, stopping off</p>" in html
+    n = len(list(babi.samples(babi.load_split(transformer_run["data"], 16, "test"))))
+    assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [("1", "0"), ("2", str(n))]
+    assert html.count("<th>layer 1</th><th>layer 2</th></tr>") == n
 
 
 def test_halted_questions_show_only_the_hops_taken(capsys, inspect_run, tmp_path):
