@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from html.parser import HTMLParser
 
 import pytest
@@ -228,6 +229,18 @@ def test_report(capsys, inspect_run, tmp_path):
                      "mean hops used": f"{m['mean_hops']:.2f}",
                      **{f"hop {k + 1} accuracy": pct(a) for k, a in enumerate(m["hop_accuracy"])}}
     assert m["accuracy"] == pytest.approx(sum(t["correct"] for t in everything) / len(everything))
+    # the model's setting; every question's hops in the hops-used table, from 1 to the model's 3 hops
+    assert '<p class="sub">' in html and "<br>memn2n, 3 hops, d=20, pe, stopping on, masking hard</p>" in html
+    used = Counter(t["hops_used"] for t in everything)
+    assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [
+        (str(k), str(used[k])) for k in (1, 2, 3)]
+    # each question labelled by its place, one section after another; the generator's stories each allow
+    # one answer (the solver's), so no flag, and nothing is left out: no note
+    assert re.findall(r"<h3>([^<]*)</h3>", html) == [f"#{i}: {t['question']}" for i, t in enumerate(everything)]
+    assert html.count("</section>\n<section ") == len(everything) - 1 and "⚑" not in html
+    wrong = sum(not t["correct"] for t in everything)
+    assert (f'id="wrong-only"> show only wrong answers ({wrong} of {len(everything)})</label></div>\n\n'
+            '<p class="sub">Darker cells') in html
     code, _, _ = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
                      "--out", out, "--limit", 5)
     page = _Page()
@@ -264,6 +277,27 @@ def test_report_flags_ambiguous_questions(capsys, inspect_run, tmp_path):
     assert page.sections[0] == "question ambiguous"  # the prediction is one of the answers the story allows
     assert text.count("⚑ ambiguous: the story allows gray or green or white or yellow") == 1
     assert "of 2; ambiguous (⚑): 1, of which 1 answered with another answer the story allows)" in text
+
+
+def test_report_counts_a_story_with_two_answers_as_ambiguous(capsys, inspect_run, tmp_path):
+    frogs = [babi.Line(1, "Lily is a frog."), babi.Line(2, "Lily is green."), babi.Line(3, "Brian is a frog."),
+             babi.Line(4, "Brian is yellow."), babi.Line(5, "Greg is a frog.")]
+    plain = [babi.Line(1, "Brian is a frog."), babi.Line(2, "Brian is yellow."), babi.Line(3, "Greg is a frog.")]
+    data = tmp_path / "data"
+    babi.write_file(data / babi.task_filename(16, "test"), [
+        babi.Story([*plain, babi.Line(4, "What color is Greg?", "yellow", (3, 1, 2))]),
+        babi.Story([*frogs, babi.Line(6, "What color is Greg?", "green", (5, 1, 2))])])
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
+    assert code == 0, err
+    page = _Page()
+    page.feed(out.read_text())
+    text = " ".join(page.text)
+    assert text.count("⚑ ambiguous: the story allows green or yellow") == 1
+    assert text.count("⚑") == 2  # that flag and the filter's count: none for the story with one answer
+    wrong, answered = page.sections.count("question wrong"), page.sections.count("question ambiguous")
+    assert (f"show only wrong answers ({wrong} of 2; ambiguous (⚑): 1, of which {answered} answered with another "
+            "answer the story allows)") in text
 
 
 def test_ask_story_file(capsys, inspect_run, tmp_path):
