@@ -5,6 +5,7 @@ import csv
 import io
 import os
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -259,6 +260,70 @@ def test_report_metrics_carry_their_values():
         assert f'<tr><th>{name}</th><td class="num">{value}</td></tr>' in html
     assert '<tr><td class="num">2</td><td class="num">6</td><td><span class="bar" style="width:100px"></span> 50.0%</td></tr>' in html
     assert '<tr><td class="num">3</td><td class="num">0</td><td><span class="bar" style="width:0px"></span> 0.0%</td></tr>' in html
+
+
+def test_report_metrics_html_exactly():
+    m = {"n": 4, "accuracy": 0.75, "chain_accuracy": 0.5, "support_recall": None, "mean_hops": 1.75,
+         "hop_accuracy": [0.25, None]}
+    assert report._metrics_html(m, Counter({1: 1, 2: 3}), 2) == "\n".join([
+        '<div class="side"><div><h2>Metrics</h2><table class="metrics" id="metrics">',
+        '<tr><th>questions</th><td class="num">4</td></tr>',
+        '<tr><th>accuracy</th><td class="num">75.0%</td></tr>',
+        '<tr><th>chain accuracy</th><td class="num">50.0%</td></tr>',
+        '<tr><th>support recall</th><td class="num">n/a</td></tr>',
+        '<tr><th>mean hops used</th><td class="num">1.75</td></tr>',
+        '<tr><th>hop 1 accuracy</th><td class="num">25.0%</td></tr>',
+        '<tr><th>hop 2 accuracy</th><td class="num">n/a</td></tr>',
+        "</table></div>",
+        '<div><h2>Hops used</h2><table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>',
+        # one row per hop from 1 to the model's hops; a bar 200px wide for every question
+        '<tr><td class="num">1</td><td class="num">1</td><td><span class="bar" style="width:50px"></span> 25.0%</td></tr>',
+        '<tr><td class="num">2</td><td class="num">3</td><td><span class="bar" style="width:150px"></span> 75.0%</td></tr>',
+        "</table></div></div>"])
+
+
+def test_html_table_exactly():
+    t = table(question="Where is Mary?", answer="hallway", memories=[(1, "Mary went to the kitchen."), (3, "Mary moved.")],
+              attention=[[0.6, 0.25], [0.125, 0.75]], chosen=[0, 1], masked=[[], [0]], support=[1], prediction="hallway",
+              probability=0.75, max_hops=2, stop_reason="max hops", hop_answers=[("kitchen", 0.5), ("hallway", 0.75)],
+              label="test #1")
+    # the story allows one answer: no flag; 0.6 is not dark enough for white ink (> 0.6 is)
+    assert report._table_html(t, ["hallway"]) == "\n".join([
+        '<section class="question right">',
+        "<h3>test #1: Where is Mary?</h3>",
+        '<div>predicted <b>hallway</b> (0.75), gold <b>hallway</b> <span class="verdict right">✓</span> · 2 of 2 hops '
+        "(max hops)</div>",
+        '<table class="attention"><tr><th>id</th><th>sentence</th><th>gold</th><th>hop 1</th><th>hop 2</th></tr>',
+        '<tr><td class="num">1</td><td>Mary went to the kitchen.</td><td class="gold"></td>'
+        '<td class="w chosen" style="background:rgba(31,119,180,0.600);color:#222">0.60</td>'
+        '<td class="w masked" style="background:rgba(31,119,180,0.125);color:#222">0.12</td></tr>',
+        '<tr><td class="num">3</td><td>Mary moved.</td><td class="gold">1</td>'
+        '<td class="w " style="background:rgba(31,119,180,0.250);color:#222">0.25</td>'
+        '<td class="w chosen" style="background:rgba(31,119,180,0.750);color:#fff">0.75</td></tr></table>',
+        '<div class="hops">had it stopped after: hop 1 → kitchen (0.50), hop 2 → hallway (0.75)</div>',
+        "</section>"])
+    # a transformer's columns are layers
+    assert "<th>gold</th><th>layer 1</th><th>layer 2</th></tr>" in report._table_html(replace(t, step="layer"), [])
+
+
+def test_html_gold_answer_and_its_flag():
+    assert "gold <b>none given</b> " in report._table_html(table(answer=None), [])
+    flagged = report._table_html(table(), ["kitchen", "hallway"])
+    assert ('gold <b>kitchen <span class="flag" title="memnet check: the story allows several answers">'
+            "⚑ ambiguous: the story allows kitchen or hallway</span></b> "
+            '<span class="verdict ambiguous">≈ the story allows this answer too</span>') in flagged
+
+
+def test_report_verdict():
+    assert report._verdict(table(prediction="kitchen"), []) == "right"
+    assert report._verdict(table(prediction="kitchen"), ["kitchen", "hallway"]) == "right"
+    assert report._verdict(table(), []) == "wrong"
+    assert report._verdict(table(), ["kitchen", "hallway"]) == "ambiguous"  # hallway: another answer the story allows
+    assert report._verdict(table(prediction="garden"), ["kitchen", "hallway"]) == "wrong"  # one it does not allow
+    # a story that allows one answer is not ambiguous: the gold answer decides, even where the solver's
+    # answer (hallway) is the prediction
+    assert report._verdict(table(), ["hallway"]) == "wrong"
+    assert report._verdict(table(answer=None), []) == "wrong"  # no gold answer: nothing says it is right
 
 
 # ---------------------------------------------------------------------------- metrics

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import re
+from collections import Counter
 from html.parser import HTMLParser
 
 import pytest
@@ -228,6 +229,18 @@ def test_report(capsys, inspect_run, tmp_path):
                      "mean hops used": f"{m['mean_hops']:.2f}",
                      **{f"hop {k + 1} accuracy": pct(a) for k, a in enumerate(m["hop_accuracy"])}}
     assert m["accuracy"] == pytest.approx(sum(t["correct"] for t in everything) / len(everything))
+    # the model's setting; every question's hops in the hops-used table, from 1 to the model's 3 hops
+    assert '<p class="sub">' in html and "<br>memn2n, 3 hops, d=20, pe, stopping on, masking hard</p>" in html
+    used = Counter(t["hops_used"] for t in everything)
+    assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [
+        (str(k), str(used[k])) for k in (1, 2, 3)]
+    # each question labelled by its place, one section after another; the generator's stories each allow
+    # one answer (the solver's), so no flag, and nothing is left out: no note
+    assert re.findall(r"<h3>([^<]*)</h3>", html) == [f"#{i}: {t['question']}" for i, t in enumerate(everything)]
+    assert html.count("</section>\n<section ") == len(everything) - 1 and "⚑" not in html
+    wrong = sum(not t["correct"] for t in everything)
+    assert (f'id="wrong-only"> show only wrong answers ({wrong} of {len(everything)})</label></div>\n\n'
+            '<p class="sub">Darker cells') in html
     code, _, _ = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
                      "--out", out, "--limit", 5)
     page = _Page()
@@ -266,6 +279,27 @@ def test_report_flags_ambiguous_questions(capsys, inspect_run, tmp_path):
     assert "of 2; ambiguous (⚑): 1, of which 1 answered with another answer the story allows)" in text
 
 
+def test_report_counts_a_story_with_two_answers_as_ambiguous(capsys, inspect_run, tmp_path):
+    frogs = [babi.Line(1, "Lily is a frog."), babi.Line(2, "Lily is green."), babi.Line(3, "Brian is a frog."),
+             babi.Line(4, "Brian is yellow."), babi.Line(5, "Greg is a frog.")]
+    plain = [babi.Line(1, "Brian is a frog."), babi.Line(2, "Brian is yellow."), babi.Line(3, "Greg is a frog.")]
+    data = tmp_path / "data"
+    babi.write_file(data / babi.task_filename(16, "test"), [
+        babi.Story([*plain, babi.Line(4, "What color is Greg?", "yellow", (3, 1, 2))]),
+        babi.Story([*frogs, babi.Line(6, "What color is Greg?", "green", (5, 1, 2))])])
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
+    assert code == 0, err
+    page = _Page()
+    page.feed(out.read_text())
+    text = " ".join(page.text)
+    assert text.count("⚑ ambiguous: the story allows green or yellow") == 1
+    assert text.count("⚑") == 2  # that flag and the filter's count: none for the story with one answer
+    wrong, answered = page.sections.count("question wrong"), page.sections.count("question ambiguous")
+    assert (f"show only wrong answers ({wrong} of 2; ambiguous (⚑): 1, of which {answered} answered with another "
+            "answer the story allows)") in text
+
+
 def test_ask_story_file(capsys, inspect_run, tmp_path):
     story = tmp_path / "story.txt"
     story.write_text(SEED_STORY)
@@ -281,21 +315,43 @@ def test_every_flag_has_help():
             assert action.help, f"{name} {action.option_strings} has no help"
 
 
-def test_transformer_reader_columns_are_layers(capsys, inspect_run, tmp_path):
+@pytest.fixture(scope="module")
+def transformer_run(inspect_run, tmp_path_factory):
+    """A transformer reader (2 layers, no halting unit) trained one epoch on inspect_run's data:
+    {data, checkpoint, cfg}."""
     from memnet import config
     from memnet.run import RunFolder
     from memnet.train import train
 
     cfg = config.load(None, {"data.dir": str(inspect_run["data"]), "data.task": "16", "model.type": "transformer",
                              "train.epochs": 1, "train.eval_every": 1, "train.linear_start_epochs": 0, "train.threads": 1})
-    train(cfg, RunFolder(tmp_path / "tx"), progress=False)
+    folder = tmp_path_factory.mktemp("tx")
+    train(cfg, RunFolder(folder), progress=False)
+    return {"checkpoint": folder / "model.pt", "data": inspect_run["data"], "cfg": cfg}
+
+
+def test_transformer_reader_columns_are_layers(capsys, transformer_run):
     capsys.readouterr()  # the trainer's log lines
-    run_ = {"checkpoint": tmp_path / "tx" / "model.pt", "data": inspect_run["data"]}
+    run_, cfg = transformer_run, transformer_run["cfg"]
     table = inspect_json(capsys, run_, "--index", 0)
     assert table["step"] == "layer" and len(table["attention"]) == table["hops_used"] == cfg.model.layers
     assert all(sum(layer) == pytest.approx(1.0, abs=1e-4) for layer in table["attention"])
     code, out, _ = run(capsys, "inspect", "--checkpoint", run_["checkpoint"], "--data", run_["data"])
     assert code == 0 and out.splitlines()[1].split()[3:] == ["layer", "1", "layer", "2"]
+
+
+def test_report_on_a_transformer(capsys, transformer_run, tmp_path):
+    # a transformer has layers, not hops (it once failed here: its config has no `hops`)
+    capsys.readouterr()
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", transformer_run["checkpoint"], "--data", transformer_run["data"],
+                       "--out", out)
+    assert code == 0, err
+    html = out.read_text()
+    assert "<br>transformer, 2 layers, d=20, 2 heads, pe, halting off</p>" in html
+    n = len(list(babi.samples(babi.load_split(transformer_run["data"], 16, "test"))))
+    assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [("1", "0"), ("2", str(n))]
+    assert html.count("<th>layer 1</th><th>layer 2</th></tr>") == n
 
 
 def test_halted_questions_show_only_the_hops_taken(capsys, inspect_run, tmp_path):
