@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 
 from memnet import babi, safe
-from memnet.babi import Line, Sample, parse_lines, tokenize
+from memnet.babi import BabiFormatError, Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
 from memnet.errors import MemnetError
@@ -154,16 +154,23 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
 def read_story(path: str | os.PathLike) -> Sample:
     """A story file in bAbI format whose last line is the question; the question's answer and
     supporting ids are optional (`5 What color is Greg?` alone is fine)."""
-    lines = [raw for raw in read_text(path, "a story file").split("\n") if raw.strip()]
-    if not lines:
+    lines = read_text(path, "a story file").split("\n")  # blank lines kept: messages name the file's own line
+    filled = [n for n, raw in enumerate(lines) if raw.strip()]
+    if not filled:
         raise MemnetError(f"{path}: empty story file")
-    last = lines[-1]
+    end = filled[-1]  # the question's line (0-based)
+    last = lines[end]
     has_answer = "\t" in last
     if not has_answer:
         if not last.rstrip().endswith("?"):
-            raise MemnetError(f"{path}:{len(lines)}: expected the story to end with a question ending in '?', found {last!r}")
-        lines[-1] = last.rstrip() + "\t?\t"  # a placeholder answer, dropped below
-    story = parse_lines(lines, path)[-1]
+            raise MemnetError(f"{path}:{end + 1}: expected the story to end with a question ending in '?', found {last!r}")
+        lines[end] = last.rstrip() + "\t?\t"  # a placeholder answer, dropped below
+    try:
+        story = parse_lines(lines, path)[-1]
+    except BabiFormatError as e:
+        if not has_answer and e.found == babi._show(lines[end]):  # shows the placeholder: show the line as written
+            raise BabiFormatError(path, e.lineno, e.expected, babi._show(last.rstrip())) from None
+        raise
     facts = tuple(line for line in story.lines[:-1] if not line.is_question)
     question = story.lines[-1]
     if not has_answer:
