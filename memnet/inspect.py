@@ -406,13 +406,11 @@ def heatmap_figure(table: Table):
 
 def heatmap(table: Table, path: str | os.PathLike):
     """`heatmap_figure(table)` written to `path` as a png (120 dpi), atomically: a full disk
-    leaves no 0-byte png. Returns the Figure."""
-    import matplotlib
-
-    with matplotlib.rc_context({"text.usetex": False}):
-        fig = heatmap_figure(table)
-        buffer = io.BytesIO()  # drawn in memory, then written atomically
-        fig.savefig(buffer, format="png", dpi=120)
+    leaves no 0-byte png. Returns the Figure. (Every text is made in heatmap_figure, under its
+    own rc settings; ticks the draw adds copy the first tick's.)"""
+    fig = heatmap_figure(table)
+    buffer = io.BytesIO()  # drawn in memory, then written atomically
+    fig.savefig(buffer, format="png", dpi=120)
     atomic_write(path, buffer.getvalue())
     return fig
 

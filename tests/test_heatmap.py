@@ -49,6 +49,8 @@ def test_the_image_is_the_attention_per_row_and_hop_on_a_fixed_scale():
     assert data.shape == (3, 2)  # rows are memories, columns hops
     assert data.tolist() == [[0.125, 0.6], [0.745, 0.0], [0.0625, 0.95]]  # the table's values, not float32 copies
     assert image.get_cmap().name == "Blues" and image.get_clim() == (0, 1)  # 0 white, 1 dark whatever the weights
+    no_zero = heatmap_figure(table(attention=[[0.125, 0.745, 0.0625], [0.6, 0.25, 0.125]])).axes[0].images[0]
+    assert no_zero.get_clim() == (0, 1)  # not stretched from the smallest weight to the largest
     assert heat.get_aspect() == "auto"  # cells stretch to the figure, not square
     assert image.colorbar is not None and image.colorbar.ax is bar
     assert bar.get_ylabel() == "attention weight" and bar.get_ylim() == (0.0, 1.0)
@@ -234,3 +236,11 @@ def test_heatmap_writes_a_png_whatever_the_rc_settings(tmp_path):
     with matplotlib.rc_context({"savefig.format": "pdf", "text.usetex": True}):
         heatmap(table(), tmp_path / "a.png")
     assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_font_sizes_are_the_figures_own():
+    """The width rule counts characters at the title's 10 points: a matplotlibrc's font size does not change it."""
+    with matplotlib.rc_context({"font.size": 14}):
+        heat = heatmap_figure(table()).axes[0]
+    assert heat._left_title.get_fontsize() == 10
+    assert {t.get_fontsize() for t in heat.texts} == {9} and {t.get_fontsize() for t in heat.get_legend().get_texts()} == {8}
