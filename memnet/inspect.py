@@ -2,7 +2,7 @@
 
 `inspect_samples(model, vocab, cfg, samples)` runs a trained model on bAbI samples and returns
 one Table per question; `render(table, fmt)` writes it as text, markdown, json or csv, and
-`heatmap(tables, path)` draws it as a png. A Table is in story order, one row per memory the
+`heatmap(table, path)` draws it as a png. A Table is in story order, one row per memory the
 model saw and one column per hop it took:
 
     Q: What color is Greg?
@@ -357,56 +357,74 @@ def use_color(stream=sys.stdout) -> bool:
 PNG_TEXT = 60  # characters of a sentence (or a title) drawn in a png; longer ones are cut
 
 
-def heatmap(table: Table, path: str | os.PathLike):
-    """A png heatmap: rows are sentences, columns hops, the weight printed in each cell, the
-    chosen cell boxed, gold facts marked in the row label; a colour bar for the weights and a
-    legend for the marks. Text is drawn literally (a '$' in a story is not mathtext) and cut to
-    PNG_TEXT characters. Returns the (closed) matplotlib Figure."""
+CHOSEN_COLOUR = "#d62728"  # the box around a hop's chosen cell, and its mark in the legend
+
+
+def heatmap_figure(table: Table):
+    """The png heatmap's matplotlib Figure (not drawn yet): rows are sentences, columns hops, the
+    weight printed in each cell ("~" before it when masked), the chosen cell boxed, gold facts
+    marked in the row label; a colour bar for the weights and a legend for the marks. Text is
+    drawn literally (a '$' in a story is not mathtext, whatever the rc settings) and sentences
+    and the question cut to PNG_TEXT characters. The width grows with the longest row label and
+    the hops taken, the height with the rows."""
     import matplotlib
-    matplotlib.use("Agg")  # files only, no display
-    import matplotlib.pyplot as plt
+    import numpy
+    from matplotlib.figure import Figure  # no pyplot: no global figure, no backend switch
     from matplotlib.lines import Line2D
     from matplotlib.patches import Rectangle
 
     table = shown(table, lambda text: safe.cut(safe.printable(text), PNG_TEXT))
     literal = {"parse_math": False}  # story text is data, never markup
-    weights = torch.tensor(table.attention).T.numpy()  # (memories, hops)
+    weights = numpy.array(table.attention).T  # (memories, hops), the table's float64 values
     rows = [f"{i} {t}" + (f"  [gold {table.gold(r)}]" if table.gold(r) else "") for r, (i, t) in enumerate(table.memories)]
-    label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick font size
+    gold = table.answer if table.answer is not None else "?"
+    title = f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}"
+    if table.declined:  # as the text table says it: the answer shown is a guess the model declined to give
+        title = f"cannot answer: {safe.cut(safe.printable(table.declined), 2 * PNG_TEXT)}; its best guess:\n{title}"
+    label_width = 0.08 * max(len(r) for r in rows)  # inches, roughly, at the tick (and title) font size
+    # wide enough for the cells, and for the title, which starts over the first cell
+    width = max(2.6 + 1.1 * table.hops_used, 1.0 + 0.08 * max(len(line) for line in title.split("\n"))) + label_width
     with matplotlib.rc_context({"text.usetex": False}):
-        fig, ax = plt.subplots(figsize=(2.6 + label_width + 1.1 * table.hops_used, 2.4 + 0.38 * len(rows)))
-        try:
-            image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
-            fig.colorbar(image, ax=ax, label="attention weight", fraction=0.08, pad=0.03)
-            for r in range(len(rows)):
-                for k in range(table.hops_used):
-                    w = weights[r, k]
-                    masked = r in table.masked[k]
-                    ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
-                            color="white" if w > 0.6 else "black")
-                    if table.chosen[k] == r:
-                        ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor="#d62728", linewidth=2))
-            ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)],
-                          **literal)
-            ax.set_yticks(range(len(rows)), rows, **literal)
-            ax.xaxis.tick_top()
-            gold = table.answer if table.answer is not None else "?"
-            ax.set_title(f"{table.question}  predicted: {table.prediction} ({table.probability:.2f}), gold: {gold}",
-                         fontsize=10, pad=8, loc="left", **literal)
-            ax.legend(handles=_legend(Line2D, table.step), loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8,
-                      frameon=False, handlelength=1)
-            fig.tight_layout()
-            buffer = io.BytesIO()  # drawn in memory, then written atomically: a full disk leaves no 0-byte png
-            fig.savefig(buffer, format="png", dpi=120)
-        finally:
-            plt.close(fig)
+        fig = Figure(figsize=(width, 2.4 + 0.38 * len(rows) + 0.2 * title.count("\n")), layout="constrained")
+        ax = fig.subplots()
+        image = ax.imshow(weights, cmap="Blues", vmin=0, vmax=1, aspect="auto")
+        fig.colorbar(image, ax=ax, label="attention weight",
+                     fraction=0.08, pad=0.03,  # pragma: no mutate (layout: the bar's width and gap)
+                     )
+        for r in range(len(rows)):
+            for k in range(table.hops_used):
+                w = weights[r, k]
+                masked = r in table.masked[k]
+                ax.text(k, r, ("~" if masked else "") + f"{w:.2f}", ha="center", va="center", fontsize=9,
+                        color="white" if w > 0.6 else "black")
+                if table.chosen[k] == r:
+                    ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor=CHOSEN_COLOUR, linewidth=2))
+        ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)],
+                      **literal)
+        ax.set_yticks(range(len(rows)), rows, **literal)
+        ax.xaxis.tick_top()
+        ax.set_title(title, fontsize=10, loc="left", **literal,
+                     pad=8,  # pragma: no mutate (layout: points between the title and the hop labels)
+                     )
+        ax.legend(handles=_legend(Line2D, table.step), loc="upper left", bbox_to_anchor=(0, -0.02), fontsize=8,
+                  frameon=False, handlelength=1)
+    return fig
+
+
+def heatmap(table: Table, path: str | os.PathLike):
+    """`heatmap_figure(table)` written to `path` as a png (120 dpi), atomically: a full disk
+    leaves no 0-byte png. Returns the Figure. (Every text is made in heatmap_figure, under its
+    own rc settings; ticks the draw adds copy the first tick's.)"""
+    fig = heatmap_figure(table)
+    buffer = io.BytesIO()  # drawn in memory, then written atomically
+    fig.savefig(buffer, format="png", dpi=120)
     atomic_write(path, buffer.getvalue())
     return fig
 
 
 def _legend(Line2D, step: str) -> list:
     """The heatmap's legend: what its marks mean."""
-    return [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor="#d62728", linestyle="none",
+    return [Line2D([], [], marker="s", markersize=11, markerfacecolor="none", markeredgecolor=CHOSEN_COLOUR, linestyle="none",
                    label=f"chosen memory: the {step}'s argmax"),
             Line2D([], [], linestyle="none", label="~0.00: masked, chosen by an earlier hop"),
             Line2D([], [], linestyle="none", label="[gold k]: the k-th supporting fact, in reasoning order"),
