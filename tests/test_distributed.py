@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -95,3 +96,76 @@ def test_the_world_is_what_torchrun_says(monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(ConfigError, match="WORLD_SIZE: expected a whole number .torchrun sets it., found 'two'"):
         distributed.world()
+
+
+FIXTURE_CFG = {"data.dir": str(FIXTURES), "data.task": "1", "train.restarts": 2, "train.backend": "torch"}
+
+
+def fixture_run(overrides: dict):
+    """(cfg, models, train Batch) for qa1 of the fixtures, as train() makes them."""
+    from memnet.models import build_model
+    from memnet.train import load_data
+    cfg = apply_overrides(Config(), {**FIXTURE_CFG, **overrides})
+    data, vocab = load_data(cfg)
+    return cfg, [build_model(cfg, vocab, restart=True) for _ in range(2)], data["train"]
+
+
+def with_spare(models: list, spare: bool) -> list:
+    """The models, each with a parameter no step uses when `spare` (no model of memnet has one
+    today: a switch that leaves a parameter out of some phase would)."""
+    for m in models if spare else []:
+        m.spare = torch.nn.Parameter(torch.zeros(1))
+    return models
+
+
+@pytest.mark.parametrize("spare", [False, True])
+def test_the_probe_finds_the_parameters_a_step_leaves_unused(spare):
+    from memnet.train import unused_parameters
+    _, models, data = fixture_run({"model.stopping": True, "model.masking": "soft"})
+    model = with_spare(models, spare)[0]
+    for linear in (True, False):
+        assert unused_parameters(model, data.index(slice(0, 8)), linear) == (["spare"] if spare else [])
+        assert model.linear is False  # left as the trainer expects it
+        assert all(p.grad is None for p in model.parameters())  # the probe's gradients are gone
+
+
+@pytest.fixture
+def one_process_group(tmp_path):
+    """A gloo process group of this process alone, so DistributedDataParallel can be built here."""
+    import torch.distributed as dist
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'rendezvous'}", rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("spare", [False, True])
+def test_under_torchrun_the_reference_model_trains_in_ddp(one_process_group, spare):
+    from torch.nn.parallel import DistributedDataParallel
+    cfg, models, data = fixture_run({})
+    models = with_spare(models, spare)
+    said = []
+    path = training_path(cfg, models, data, said.append, distributed.World(rank=0, size=2))
+    assert said == ["training on the reference model (torch autograd) in 2 processes (DistributedDataParallel, "
+                    "gloo): the kernels run in one process only"]
+    assert path.name == said[0].removeprefix("training on ").split(":")[0]
+    assert [r.module for r in path.replicas] == models and all(type(r) is DistributedDataParallel for r in path.replicas)
+    assert all(r.find_unused_parameters is spare for r in path.replicas)  # told only when there are some
+    before = [m.tables.detach().clone() for m in models]
+    order = np.stack([np.arange(len(data))] * 2)
+    ages = np.broadcast_to(np.arange(data.story.shape[1]), (2, len(data), data.story.shape[1])).copy()
+    losses = path.epoch(order, ages, lr=0.01, batch_size=32, linear=False)
+    assert losses.shape == (2,) and (losses > 0).all()
+    assert all(not torch.equal(b, m.tables) for b, m in zip(before, models))  # each restart stepped
+
+
+def test_a_process_other_than_0_trains_silently_and_writes_nothing(one_process_group, tmp_path, capsys):
+    from memnet.run import RunFolder
+    from memnet.train import train_here
+    cfg = apply_overrides(Config(), {**FIXTURE_CFG, "train.epochs": 2, "train.linear_start_epochs": 0,
+                                     "train.eval_every": 1})
+    result = train_here(cfg, RunFolder(tmp_path / "run"), distributed.World(rank=1, size=2), True, True)
+    assert capsys.readouterr() == ("", "")  # process 0 speaks
+    assert not (tmp_path / "run").exists() and result["saved"] is None  # and writes
+    assert result["training_path"].endswith("in 2 processes (DistributedDataParallel, gloo)")
+    assert result["train_questions"] == 500 and result["steps"] == 2 * 16  # it trained: 2 epochs of 16 batches of 32
+    assert len(result["valid_accuracy_per_seed"]) == 2 and "test" in result
