@@ -116,6 +116,17 @@ def _table_html(t: Table, allowed: list[str]) -> str:
 _MARK = {"right": "✓", "wrong": "✗", "ambiguous": "≈ the story allows this answer too"}
 
 
+def describe(cfg: Config) -> tuple[int, str]:
+    """(the most hops a question can take, the model's setting line) for the report's header."""
+    mc = cfg.model
+    if isinstance(mc, MemN2NConfig):
+        return mc.hops, (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, "
+                         f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}")
+    # the transformer readers: layers (universal: steps) for hops, and their halting rule
+    halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
+    return mc.layers, f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"
+
+
 def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence[Sample], *, title: str,
           limit: int | None = None, task: Task | None = None) -> str:
     """The whole page. Metrics cover every question (the trainer's evaluate); tables the
@@ -136,15 +147,7 @@ def build(model: torch.nn.Module, vocab: Vocab, cfg: Config, questions: Sequence
     wrong, ambiguous = verdicts.count("wrong"), sum(len(a) > 1 for a in allowed)
     flagged = (f"; ambiguous (⚑): {ambiguous}, of which {verdicts.count('ambiguous')} answered with another answer "
                "the story allows") if ambiguous else ""
-    mc = cfg.model
-    if isinstance(mc, MemN2NConfig):
-        max_hops = mc.hops
-        setting = (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, stopping {'on' if mc.stopping else 'off'}, "
-                   f"masking {mc.masking}")
-    else:  # the transformer readers: layers (universal: steps) for hops, and their halting rule
-        max_hops = mc.layers
-        halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
-        setting = f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"
+    max_hops, setting = describe(cfg)
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>memnet report</title>
 <style>{_CSS}</style></head>

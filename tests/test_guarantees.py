@@ -554,3 +554,18 @@ def test_a_format_1_checkpoint_of_an_unknown_model_type_is_named(tmp_path):
     with pytest.raises(MemnetError) as error:
         checkpoint.load(path)
     assert str(error.value).startswith(f"{path}: the checkpoint's config does not load (model.type: expected one of ")
+
+
+@pytest.mark.parametrize("overrides, line", [
+    ({}, (3, "memn2n, 3 hops, d=20, pe, stopping off, masking off")),
+    ({"model.stopping": True, "model.masking": "hard", "model.hops": 4, "model.dim": 8, "model.encoding": "bow"},
+     (4, "memn2n, 4 hops, d=8, bow, stopping on, masking hard")),
+    ({"model.type": "transformer"}, (2, "transformer, 2 layers, d=20, 2 heads, pe, halting off")),
+    ({"model.type": "universal", "model.layers": 3, "model.stopping": True},
+     (3, "universal, 3 layers, d=20, 2 heads, pe, halting stopping per question")),
+    ({"model.type": "universal", "model.act": True, "model.heads": 4, "model.encoding": "mask"},
+     (2, "universal, 2 layers, d=20, 4 heads, mask, halting ACT per position")),
+])
+def test_the_reports_setting_line(overrides, line):
+    from memnet import config, report
+    assert report.describe(config.load(None, overrides)) == line
