@@ -253,6 +253,18 @@ def test_report(capsys, inspect_run, tmp_path):
             "are not shown (run without --limit to see them).") in " ".join(page.text)
 
 
+def report_page(capsys, inspect_run, tmp_path, stories):
+    """`memnet report` of inspect_run's model on qa16 test stories: the parsed page and its text."""
+    data = tmp_path / "data"
+    babi.write_file(data / babi.task_filename(16, "test"), stories)
+    out = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
+    assert code == 0, err
+    page = _Page()
+    page.feed(out.read_text())
+    return page, " ".join(page.text)
+
+
 def test_report_flags_ambiguous_questions(capsys, inspect_run, tmp_path):
     frogs = [babi.Line(i + 1, text) for i, text in enumerate(
         ["Lily is a frog.", "Lily is green.", "Brian is a frog.", "Brian is yellow.", "Julius is a frog.",
@@ -264,16 +276,9 @@ def test_report_flags_ambiguous_questions(capsys, inspect_run, tmp_path):
     predicted = json.loads(out)["prediction"]
     gold = next(c for c in ("gray", "green", "white", "yellow") if c != predicted)  # the file's pick: another one
     plain = [babi.Line(1, "Brian is a frog."), babi.Line(2, "Brian is yellow."), babi.Line(3, "Greg is a frog.")]
-    data = tmp_path / "data"
-    babi.write_file(data / babi.task_filename(16, "test"), [
+    page, text = report_page(capsys, inspect_run, tmp_path, [
         babi.Story([*frogs, babi.Line(10, "What color is Greg?", gold, (9, 1, 2))]),
         babi.Story([*plain, babi.Line(4, "What color is Greg?", "yellow", (3, 1, 2))])])
-    out = tmp_path / "report.html"
-    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
-    assert code == 0, err
-    page = _Page()
-    page.feed(out.read_text())
-    text = " ".join(page.text)
     assert page.sections[0] == "question ambiguous"  # the prediction is one of the answers the story allows
     assert text.count("⚑ ambiguous: the story allows gray or green or white or yellow") == 1
     assert "of 2; ambiguous (⚑): 1, of which 1 answered with another answer the story allows)" in text
@@ -283,16 +288,9 @@ def test_report_counts_a_story_with_two_answers_as_ambiguous(capsys, inspect_run
     frogs = [babi.Line(1, "Lily is a frog."), babi.Line(2, "Lily is green."), babi.Line(3, "Brian is a frog."),
              babi.Line(4, "Brian is yellow."), babi.Line(5, "Greg is a frog.")]
     plain = [babi.Line(1, "Brian is a frog."), babi.Line(2, "Brian is yellow."), babi.Line(3, "Greg is a frog.")]
-    data = tmp_path / "data"
-    babi.write_file(data / babi.task_filename(16, "test"), [
+    page, text = report_page(capsys, inspect_run, tmp_path, [
         babi.Story([*plain, babi.Line(4, "What color is Greg?", "yellow", (3, 1, 2))]),
         babi.Story([*frogs, babi.Line(6, "What color is Greg?", "green", (5, 1, 2))])])
-    out = tmp_path / "report.html"
-    code, _, err = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", data, "--out", out)
-    assert code == 0, err
-    page = _Page()
-    page.feed(out.read_text())
-    text = " ".join(page.text)
     assert text.count("⚑ ambiguous: the story allows green or yellow") == 1
     assert text.count("⚑") == 2  # that flag and the filter's count: none for the story with one answer
     wrong, answered = page.sections.count("question wrong"), page.sections.count("question ambiguous")
