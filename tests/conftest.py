@@ -52,3 +52,13 @@ def tiny(tmp_path_factory):
     for split in ("train", "valid", "test"):
         shutil.copyfile(FIXTURES / "en-valid" / f"qa1_{split}.txt", folder / f"qa1_{split}.txt")
     return folder
+
+
+@pytest.fixture(scope="module")
+def qa1():
+    """A vocabulary and the encoded Batch of 40 generated qa1 stories (seed 3), for the readers' tests."""
+    from memnet import babi, generator
+    from memnet.data import Vocab, encode_samples
+    samples = list(babi.samples(generator.generate(1, 40, seed=3)))
+    vocab = Vocab.build(samples)
+    return vocab, encode_samples(samples, vocab, memory_size=50)

@@ -9,10 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from memnet import babi, checkpoint, generator
+from memnet import checkpoint
 from memnet.cli import main
 from memnet.config import ConfigError, load
-from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
 from memnet.models import HALT_REASONS, build_model
 from memnet.models.act import Ponder, act_step
@@ -61,13 +60,6 @@ def test_the_ponder_cost_reaches_the_halting_probabilities_through_the_remainder
     ponder, _, _ = run_by_hand(p)
     ponder.cost().sum().backward()
     assert torch.equal(p.grad, torch.tensor([[0.0, 0, 0], [-1, 0, 0], [-1, -1, 0], [-1, -1, 0], [0, 0, 0]]))
-
-
-@pytest.fixture(scope="module")
-def qa1():
-    samples = list(babi.samples(generator.generate(1, 40, seed=3)))
-    vocab = Vocab.build(samples)
-    return vocab, encode_samples(samples, vocab, memory_size=50)
 
 
 def make(vocab, seed=10, **fields):

@@ -10,17 +10,9 @@ import torch
 from memnet import babi, checkpoint, generator
 from memnet.cli import main
 from memnet.config import ConfigError, load
-from memnet.data import Vocab, encode_samples
 from memnet.models import build_model
 from memnet.models.transformer import Transformer, attention, saturation
 from memnet.train import train
-
-
-@pytest.fixture(scope="module")
-def qa1():
-    samples = list(babi.samples(generator.generate(1, 40, seed=3)))
-    vocab = Vocab.build(samples)
-    return vocab, encode_samples(samples, vocab, memory_size=50)
 
 
 def make(vocab, seed=10, **fields):
