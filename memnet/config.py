@@ -54,7 +54,8 @@ class MemN2NConfig:
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
     masking: str = "off"  # visited-memory masking: off, hard or soft
-    answer_from: str = "state"  # state: â_k = softmax(W u^{k+1}) (the paper); readout: â_k = softmax(W o^k)
+    # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
+    answer_from: str = "state"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
@@ -149,7 +150,7 @@ CHOICES = {
     "model.encoding": ("bow", "pe", "mask"),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
-    "model.answer_from": ("state", "readout"),
+    "model.answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
 }
 

@@ -173,7 +173,7 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
             record = {
                 "variant": variant, "task": t, "error": test["error"], "valid_error": valid["error"],
                 "hop_accuracy": test["hop_accuracy"], "mean_hops": test["mean_hops"],
-                "chain_accuracy": test["chain_accuracy"], "questions": test["n"],
+                "chain_accuracy": test["chain_accuracy"], "hops_by_facts": test["hops_by_facts"], "questions": test["n"],
                 "restarts": cfg.train.restarts, "epochs": cfg.train.epochs, "trained_on": cfg.data.task,
                 "best_seed": result["best_seed"], "seconds": result["seconds"], "commit": args.commit,
                 "time": time.strftime("%Y-%m-%d %H:%M:%S"), "config": cfg.to_dict(),

@@ -30,6 +30,9 @@ COMBINATIONS = [
     {"model.tying": "layerwise", "model.masking": "soft", "model.answer_from": "readout", "model.stopping": True,
      "train.attention_supervision": 0.7},
     {"data.memory_size": 4, "model.dim": 3},
+    {"model.answer_from": "question", "model.stopping": True, "model.masking": "soft", "model.halt_cost": 0.3},
+    {"model.answer_from": "question", "model.tying": "layerwise", "train.attention_supervision": 0.7,
+     "model.stopping": True, "model.masking": "hard"},
 ]
 
 

@@ -66,6 +66,7 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
         story, n = batch.story[b].tolist(), int(batch.length[b])
         ages = [min(a, M - 1) for a in batch.time[b].tolist()]  # older than the table: its last row
         u = sentence(batch.query[b].tolist(), tables[B_], m.encoding)  # u^1
+        question = u
         visited, attention, states, hop_scores = set(), [], [], []
         for k in range(K):
             a_t, c_t = (k, k + 1) if adjacent else (A_, C_)  # A^{k+1} = C^k when adjacent
@@ -90,7 +91,7 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
             if m.masking != "off" and p.max() > 0:
                 visited.add(int(p.argmax()))
             attention.append(p)
-            states.append(o if m.answer_from == "readout" else u_next)
+            states.append({"readout": o, "question": question + o}.get(m.answer_from, u_next))
             u = u_next
         hop_logits = np.array([W @ s for s in states])  # (K, A)
         q = {"attention": np.array(attention), "hop_logits": hop_logits, "hops_used": K, "halted": False,
@@ -145,6 +146,9 @@ SWITCHES = {
     "answer from the read-out": {"answer_from": "readout"},
     "stopping": {"stopping": True},
     "stopping from the read-out": {"stopping": True, "answer_from": "readout"},
+    "answer from the question and the read-out": {"answer_from": "question"},
+    "stopping from the question and the read-out, hard masking": {"stopping": True, "answer_from": "question",
+                                                                  "masking": "hard"},
     "bow, layer-wise, hard masking, no null memory": {"encoding": "bow", "tying": "layerwise", "masking": "hard",
                                                      "null_memory": False},
     "attention supervision": {"attention_supervision": 0.7},

@@ -42,7 +42,7 @@ COVERS = {
     "model.temporal": (True, False),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
-    "model.answer_from": ("state", "readout"),
+    "model.answer_from": ("state", "readout", "question"),
     "model.null_memory": (True, False),
     "model.stopping": (True, False),
     "model.halt_cost": ANY,
@@ -108,7 +108,7 @@ class Training:
         # that its id cannot be reused by another Batch
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
-                      first.answer_from == "readout", first.stopping)
+                      first.answer_from == "readout", first.answer_from == "question", first.stopping)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -192,7 +192,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     (_embed, _hops), the answers and the loss, then the backward pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, stopping = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping = flags
     lr, halt_cost, supervision, max_norm = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -205,7 +205,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
     pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
     g_u, g_o, g_next = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)  # ∂u, ∂o, ∂u^{k+1}
-    states = reads if readout else u[1:]  # (K, d) o^k or u^{k+1}: what â_k reads
+    states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads:
+    # o^k, u^1 + o^k or u^{k+1}
     first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
     total = 0.0
     N = order.shape[0]
@@ -224,6 +225,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             L, target = length[q], answer[q]
             _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
             _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
+            if asked:
+                _question_states(states, u, reads)
             _answer_probs(W, states, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
@@ -236,7 +239,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if stopping:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty,
-                           g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout)
+                           g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout, asked)
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
@@ -365,16 +368,16 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_stat
 
 @numba.njit(**JIT, inline="always")
 def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty, g_u, g_o,
-                   g_next, g_p, penalty, L, linear, layerwise, readout):
+                   g_next, g_p, penalty, L, linear, layerwise, readout, asked):
     """Back through the K hops, from ∂state_k (g_state) and ∂score (g_scores) to ∂x (g_x: each
     table on each slot), ∂H and ∂log_penalty."""
     K, d = p.shape[0], u.shape[1]
     g_x[:L + 1] = 0.0
     g_u[:] = 0.0
-    if not readout:
+    if not (readout or asked):
         g_u[:] = g_state[K - 1]  # ∂u^{K+1}
     for hop in range(K - 1, -1, -1):
-        if readout:
+        if readout or asked:
             for k in range(d):  # ∂o^k: through u^{k+1} = u^k + o^k, and as â_k's state
                 g_o[k] = g_u[k] + g_state[hop, k]
         else:
@@ -413,6 +416,18 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                     g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
     for k in range(d):  # u^1 = B q
         g_x[0, k] += g_u[k]
+    if asked:  # and u^1 in each state u^1 + o^k
+        for hop in range(K):
+            for k in range(d):
+                g_x[0, k] += g_state[hop, k]
+
+
+@numba.njit(**JIT, inline="always")
+def _question_states(states, u, reads):
+    """state_k = u^1 + o^k: the question and what hop k read."""
+    for hop in range(states.shape[0]):
+        for k in range(states.shape[1]):
+            states[hop, k] = u[0, k] + reads[hop, k]
 
 
 @numba.njit(**JIT, inline="always")
@@ -579,7 +594,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty = params
-    linear, layerwise, masking, soft, null, readout, stopping = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -591,12 +606,14 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
     penalty = np.exp(log_penalty[0])
+    states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     answers = np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
         _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
         _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
-        states = reads if readout else u[1:]  # (K, d) what â_k reads
+        if asked:
+            _question_states(states, u, reads)
         r = K - 1
         if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
             for hop in range(K - 1):

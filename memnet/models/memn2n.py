@@ -30,6 +30,9 @@ The switches, each a field of memnet.config.MemN2NConfig:
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
   halting unit then reads o^k too). With u^{k+1}, an earlier hop's read-out reaches the answer
   directly, so on a chain (qa16) hop 1 learns to read a colour, not the chain's first fact.
+- answer_from question: â_k = softmax(W (u^1 + o^k)), the answer from the question and what
+  hop k read (the halting unit reads the same): the read-out's clean chain with the question
+  that yes/no questions (qa6, qa9, qa10) need; the earlier hops steer hop k's attention only.
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
@@ -136,7 +139,7 @@ class MemN2N(nn.Module):
         B, M, _ = batch.story.shape
         real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M) memories, not padding
         visited = torch.zeros_like(real)  # (B, M) memories an earlier hop chose
-        u = self.embed(batch.query, self.weights(batch.query), 0)  # (B, d) u^1 = Σ_j l_j B q_j
+        question = u = self.embed(batch.query, self.weights(batch.query), 0)  # (B, d) u^1 = Σ_j l_j B q_j
         l = self.weights(batch.story)  # (B, M, J, d)
         # each table applied to every memory once (adjacent tying: C^k is A^{k+1})
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
@@ -154,10 +157,10 @@ class MemN2N(nn.Module):
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
-            states.append(o if self.answer_from == "readout" else u_next)
+            states.append({"readout": o, "question": question + o}.get(self.answer_from, u_next))
             ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
-        states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, or o^1 .. o^K
+        states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
         hop_logits = states @ W.T  # (B, K, A) â_k before the softmax
         attention = torch.stack(ps, 1)  # (B, K, M)
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
