@@ -62,6 +62,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # alt's 10 restarts as one model: their answer distributions averaged (train.ensemble)
     "alt_ens": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                 "train.ensemble": True},
+    # alt with the answer from the question and what the hop read, softmax(W (u^1 + o^k)), and
+    # d = 40 (config.yaml; chosen on valid over d = 20 and 30)
+    "question": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                 "model.answer_from": "question", "model.dim": 40},
+    # the same at d = 20 with both ideas on, masking soft (a learned penalty): the best setting
+    # with both ideas on valid (d = 30 and 40 lose qa16 on one of two seed sets)
+    "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+               "model.answer_from": "question", "model.stopping": True, "model.masking": "soft", "model.dim": 20},
     # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
@@ -92,7 +100,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40 (config.yaml)", "both_q": "u¹+o, +stop +soft", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
