@@ -118,10 +118,12 @@ class TrainConfig:
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
-    # train.epochs and train.lr_decay_every: the paper's d = 50 and its shorter schedule
+    # train.epochs, train.lr_decay_every and a memory network's model.answer_from: the paper's
+    # d = 50 and its shorter schedule
     joint_dim: int = 50  # model.dim of a joint run
     joint_epochs: int = 60  # train.epochs of a joint run
     joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
+    joint_answer_from: str = "state"  # model.answer_from of a joint memory network
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -151,6 +153,7 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
+    "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
 }
 
@@ -347,4 +350,6 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
     if n_tasks > 1:
         cfg.model.dim, cfg.train.epochs = cfg.train.joint_dim, cfg.train.joint_epochs
         cfg.train.lr_decay_every = cfg.train.joint_lr_decay_every
+        if isinstance(cfg.model, MemN2NConfig):
+            cfg.model.answer_from = cfg.train.joint_answer_from
     return check(cfg)

@@ -82,7 +82,16 @@ def test_a_config_file_that_is_not_utf8_names_the_file(tmp_path):
 
 
 def test_joint_runs_take_the_joint_settings():
-    cfg = config.load(None, {"data.task": "1-20", "train.joint_dim": 40, "train.joint_epochs": 7})
+    cfg = config.load(None, {"data.task": "1-20", "train.joint_dim": 40, "train.joint_epochs": 7,
+                             "model.answer_from": "question", "train.joint_answer_from": "readout"})
     joint, single = config.resolve(cfg, 20), config.resolve(cfg, 1)
-    assert (joint.model.dim, joint.train.epochs, joint.train.lr_decay_every) == (40, 7, 15)
-    assert (single.model.dim, single.train.epochs) == (20, 100) and cfg.model.dim == 20  # cfg itself unchanged
+    assert (joint.model.dim, joint.train.epochs, joint.train.lr_decay_every, joint.model.answer_from) == (40, 7, 15, "readout")
+    assert (single.model.dim, single.train.epochs, single.model.answer_from) == (20, 100, "question")
+    assert (cfg.model.dim, cfg.model.answer_from) == (20, "question")  # cfg itself unchanged
+
+
+def test_joint_answer_from_is_checked_and_left_to_the_transformers():
+    with pytest.raises(ConfigError, match="train.joint_answer_from"):
+        config.load(None, {"train.joint_answer_from": "sum"})
+    cfg = config.resolve(config.load(None, {"model.type": "transformer", "train.joint_answer_from": "question"}), 20)
+    assert not hasattr(cfg.model, "answer_from")
