@@ -53,6 +53,9 @@ class MemN2NConfig:
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
+    # the halting unit's starting bias b_h: each hop's halting probability starts near σ(b_h)
+    # (-2: 0.12; -4: 0.018, which keeps the early hops' answers from steering training at d = 40)
+    halt_init: float = -2.0
     masking: str = "off"  # visited-memory masking: off, hard or soft
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
@@ -174,6 +177,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.init_std": ("a finite number > 0", _finite(lambda v: v > 0)),
     "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
+    "model.halt_init": ("a finite number", _finite(lambda v: True)),
     "model.max_words": (">= 1", lambda v: v >= 1),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),

@@ -296,3 +296,18 @@ def test_an_ensemble_averages_its_members_answer_distributions(data, tmp_path):
     checkpoint.save(tmp_path / "e.pt", ensemble, cfg, vocab, step=1, best_metric=0.5)
     loaded, *_ = checkpoint.load(tmp_path / "e.pt")
     assert torch.allclose(loaded(batch).logits, r.logits)
+
+
+
+def test_the_halting_bias_starts_at_halt_init(data):
+    """b_h starts at model.halt_init after either of alternate_init's initialisations (the
+    default -2 as before): every hop's halting probability near σ(b_h) at first."""
+    _, vocab, batch = data
+    for kw, bias in (({}, -2.0), ({"halt_init": -4.0}, -4.0)):
+        for seed in (0, 1):
+            model = make(vocab, seed, stopping=True, alternate_init=True, **kw)
+            assert model.halt_b.item() == bias
+    model = make(vocab, stopping=True, halt_init=-4.0, hops=3)
+    with torch.no_grad():
+        model.halt_w.zero_()
+    assert torch.allclose(model(batch).halt_probs[:, 0], torch.sigmoid(torch.tensor(-4.0)))
