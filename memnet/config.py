@@ -57,6 +57,7 @@ class MemN2NConfig:
     # (-2: 0.12; -4: 0.018, which keeps the early hops' answers from steering training at d = 40)
     halt_init: float = -2.0
     masking: str = "off"  # visited-memory masking: off, hard or soft
+    mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
@@ -178,6 +179,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
+    "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.max_words": (">= 1", lambda v: v >= 1),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),

@@ -311,3 +311,22 @@ def test_the_halting_bias_starts_at_halt_init(data):
     with torch.no_grad():
         model.halt_w.zero_()
     assert torch.allclose(model(batch).halt_probs[:, 0], torch.sigmoid(torch.tensor(-4.0)))
+
+
+def test_the_soft_masking_penalty_starts_at_mask_init(data):
+    """Soft masking's learned penalty starts at e^mask_init (e^0 = 1 by default) and lowers a
+    visited memory's score by exactly that."""
+    _, vocab, batch = data
+    for kw, x in (({}, 0.0), ({"mask_init": -3.0}, -3.0)):
+        for seed in (0, 1):
+            assert make(vocab, seed, masking="soft", alternate_init=True, **kw).log_penalty.item() == x
+    model = make(vocab, masking="soft", mask_init=-3.0, hops=2)
+    r = model(batch)
+    first = r.attention[:, 0].argmax(-1)  # hop 1's choice: visited for hop 2
+    off = make(vocab, masking="off", hops=2)
+    off.load_state_dict({k: v for k, v in model.state_dict().items() if k != "log_penalty"})
+    # the softmax of hop 2 with one score lowered by e^-3: the ratio of that memory's weight to another's
+    other = (first + 1) % batch.length.min()
+    ratio_soft = r.attention[:, 1].gather(1, first[:, None]) / r.attention[:, 1].gather(1, other[:, None])
+    ratio_off = off(batch).attention[:, 1].gather(1, first[:, None]) / off(batch).attention[:, 1].gather(1, other[:, None])
+    assert torch.allclose(torch.log(ratio_off) - torch.log(ratio_soft), torch.full_like(ratio_soft, 0.049787068), atol=1e-4)

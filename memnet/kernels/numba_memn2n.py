@@ -48,6 +48,7 @@ COVERS = {
     "model.halt_cost": ANY,
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
+    "model.mask_init": ANY,
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,

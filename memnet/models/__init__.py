@@ -31,7 +31,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
                       dim=m.dim, hops=m.hops, encoding=m.encoding, temporal=m.temporal, tying=m.tying,
                       masking=m.masking, answer_from=m.answer_from, null_memory=m.null_memory, stopping=m.stopping,
-                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_init=m.halt_init,
+                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_init=m.halt_init, mask_init=m.mask_init,
                       attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, TransformerConfig):
         return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,

@@ -57,12 +57,12 @@ class MemN2N(nn.Module):
                  hops: int = 3, encoding: str = "pe", temporal: bool = True, tying: str = "adjacent",
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
-                 attention_supervision: float = 0.0):
+                 mask_init: float = 0.0, attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
-        self.attention_supervision, self.halt_init = attention_supervision, halt_init
+        self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -84,7 +84,7 @@ class MemN2N(nn.Module):
 
     def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False) -> None:
         """Weights from N(0, std), T(i) from zero with `temporal_zero`; the halting unit starts
-        by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^0."""
+        by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^mask_init (1 by default)."""
         V, d, n = self.tables.shape[1], self.dim, self.n_tables
 
         def normal(*shape: int) -> Tensor:
@@ -101,7 +101,7 @@ class MemN2N(nn.Module):
                 self.halt_w.copy_(normal(d))
                 self.halt_b.fill_(self.halt_init)
             if self.masking == "soft":
-                self.log_penalty.zero_()
+                self.log_penalty.fill_(self.mask_init)
 
     def table(self, hop: int, role: str) -> int:
         """Which table hop `hop` (0-based) reads as A (memories m_i) or C (read-outs c_i)."""
