@@ -66,11 +66,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # d = 40 (config.yaml; chosen on valid over d = 20 and 30)
     "question": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                  "model.answer_from": "question", "model.dim": 40},
-    # the same with both ideas on, masking soft, the halting unit starting at σ(-4) and the
-    # masking penalty at e^-3: the best setting with both ideas on valid (docs/results.md)
+    # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
+    # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
-               "model.halt_init": -4.0, "model.mask_init": -3.0},
+               "model.halt_init": -6.0, "model.mask_init": -5.0},
     # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
