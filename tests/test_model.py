@@ -325,8 +325,9 @@ def test_the_soft_masking_penalty_starts_at_mask_init(data):
     first = r.attention[:, 0].argmax(-1)  # hop 1's choice: visited for hop 2
     off = make(vocab, masking="off", hops=2)
     off.load_state_dict({k: v for k, v in model.state_dict().items() if k != "log_penalty"})
+    p_off = off(batch).attention[:, 1]
     # the softmax of hop 2 with one score lowered by e^-3: the ratio of that memory's weight to another's
     other = (first + 1) % batch.length.min()
     ratio_soft = r.attention[:, 1].gather(1, first[:, None]) / r.attention[:, 1].gather(1, other[:, None])
-    ratio_off = off(batch).attention[:, 1].gather(1, first[:, None]) / off(batch).attention[:, 1].gather(1, other[:, None])
+    ratio_off = p_off.gather(1, first[:, None]) / p_off.gather(1, other[:, None])
     assert torch.allclose(torch.log(ratio_off) - torch.log(ratio_soft), torch.full_like(ratio_soft, 0.049787068), atol=1e-4)

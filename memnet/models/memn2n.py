@@ -158,7 +158,7 @@ class MemN2N(nn.Module):
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
-            states.append({"readout": o, "question": question + o}.get(self.answer_from, u_next))
+            states.append(o if self.answer_from == "readout" else question + o if self.answer_from == "question" else u_next)
             ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
         states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
