@@ -60,6 +60,9 @@ class MemN2NConfig:
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
+    # the answer module's hidden units (0: none): each hop's logits add V relu(U [u^1; o^1; ...;
+    # o^k] + b), a nonlinear answer from the question and every read-out so far (V starts at 0)
+    answer_hidden: int = 0
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
@@ -180,6 +183,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
+    "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),

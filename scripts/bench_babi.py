@@ -43,7 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0,
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
-         "model.alternate_init": False, "train.ensemble": False}
+         "model.alternate_init": False, "model.answer_hidden": 0, "train.ensemble": False}
 # the transformer readers' settings that memnet/config.py's defaults could change
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
                "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False}
@@ -71,6 +71,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
                "model.halt_init": -6.0, "model.mask_init": -5.0},
+    # config.yaml (`question`) with attention supervision, without and with the answer module
+    # (64 hidden units over the question and the read-outs; the reference model: torch, not the kernel)
+    "sup_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+              "model.answer_from": "question", "model.dim": 40, "train.attention_supervision": 1.0},
+    "sup_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                "model.answer_from": "question", "model.dim": 40, "train.attention_supervision": 1.0,
+                "model.answer_hidden": 64},
     # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
@@ -101,7 +108,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40 (config.yaml)", "both_q": "u¹+o, +stop +soft", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40 (config.yaml)", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 

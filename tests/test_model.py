@@ -34,6 +34,8 @@ VARIANTS = [
     {"null_memory": True, "masking": "hard"},
     {"null_memory": False},
     {"null_memory": False, "masking": "hard", "stopping": True},
+    {"answer_hidden": 5},
+    {"answer_hidden": 5, "answer_from": "question", "stopping": True, "masking": "soft", "tying": "layerwise"},
 ]
 
 
@@ -331,3 +333,41 @@ def test_the_soft_masking_penalty_starts_at_mask_init(data):
     ratio_soft = r.attention[:, 1].gather(1, first[:, None]) / r.attention[:, 1].gather(1, other[:, None])
     ratio_off = p_off.gather(1, first[:, None]) / p_off.gather(1, other[:, None])
     assert torch.allclose(torch.log(ratio_off) - torch.log(ratio_soft), torch.full_like(ratio_soft, 0.049787068), atol=1e-4)
+
+
+def test_the_answer_module_starts_silent_and_reads_only_the_hops_so_far(data):
+    """model.answer_hidden: V starts at zero, so the model answers as without the module (the
+    other weights drawn as before); hop k's module reads the question and o^1..o^k, never a
+    later hop's read-out; the module trains (its loss gradient reaches V)."""
+    _, vocab, batch = data
+    for seed in (0, 1):
+        plain, module = make(vocab, seed, alternate_init=True), make(vocab, seed, alternate_init=True, answer_hidden=8)
+        for name, value in plain.state_dict().items():
+            assert torch.equal(module.state_dict()[name], value), name
+        assert torch.equal(module(batch).hop_logits, plain(batch).hop_logits)
+        assert (module.answer_out == 0).all() and module.answer_in.abs().sum() > 0
+    model = make(vocab, answer_hidden=8, answer_from="question")
+    with torch.no_grad():
+        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+    question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
+    later = reads.clone()
+    later[:, 2] += 1.0  # only hop 3's read-out changes
+    a, b = model.answer_module(question, reads), model.answer_module(question, later)  # (3, K, A)
+    assert torch.equal(a[:, :2], b[:, :2]) and not torch.equal(a[:, 2], b[:, 2])
+    r = model(batch)
+    r.loss.backward()
+    assert model.answer_out.grad.abs().sum() > 0 and model.answer_in.grad.abs().sum() > 0
+
+
+def test_the_answer_modules_gradients_match_finite_differences(data):
+    _, vocab, batch = data
+    model = make(vocab, dim=3, hops=2, answer_hidden=4, answer_from="question", stopping=True, supervision=0.5).double()
+    with torch.no_grad():
+        model.answer_out.normal_(generator=torch.Generator().manual_seed(2))
+    names = [name for name, _ in model.named_parameters()]
+
+    def loss(*params):
+        return torch.func.functional_call(model, dict(zip(names, params)), (batch,)).loss
+
+    params = tuple(p.detach().requires_grad_() for p in model.parameters())
+    assert torch.autograd.gradcheck(loss, params, fast_mode=True)

@@ -49,6 +49,7 @@ COVERS = {
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
     "model.mask_init": ANY,
+    "model.answer_hidden": (0,),
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,

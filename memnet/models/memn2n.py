@@ -57,12 +57,13 @@ class MemN2N(nn.Module):
                  hops: int = 3, encoding: str = "pe", temporal: bool = True, tying: str = "adjacent",
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
-                 mask_init: float = 0.0, attention_supervision: float = 0.0):
+                 mask_init: float = 0.0, answer_hidden: int = 0, attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
+        self.answer_hidden = answer_hidden
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -74,6 +75,10 @@ class MemN2N(nn.Module):
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
         if masking == "soft":
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
+        if answer_hidden:  # the answer module: logits += V relu(U [u^1; o^1; ...; o^k; 0 ...] + b)
+            self.answer_in = nn.Parameter(torch.zeros((hops + 1) * dim, answer_hidden))  # ((K+1) d, H) U
+            self.answer_in_b = nn.Parameter(torch.zeros(answer_hidden))  # (H,) b
+            self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
         answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
         for a, words in enumerate(answer_words):
             for w in words:
@@ -102,6 +107,9 @@ class MemN2N(nn.Module):
                 self.halt_b.fill_(self.halt_init)
             if self.masking == "soft":
                 self.log_penalty.fill_(self.mask_init)
+            if self.answer_hidden:  # V from zero: the module adds nothing to the answer at the start
+                self.answer_in.copy_(normal(*self.answer_in.shape))
+                self.answer_in_b.zero_(), self.answer_out.zero_()
 
     def table(self, hop: int, role: str) -> int:
         """Which table hop `hop` (0-based) reads as A (memories m_i) or C (read-outs c_i)."""
@@ -146,7 +154,7 @@ class MemN2N(nn.Module):
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
                     for t in sorted({self.table(k, role) for k in range(self.hops) for role in "AC"})}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
-        states, ps, scores, allowed_per_hop = [], [], [], []
+        states, reads, ps, scores, allowed_per_hop = [], [], [], [], []
         for k in range(self.hops):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
@@ -159,16 +167,25 @@ class MemN2N(nn.Module):
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
             states.append(o if self.answer_from == "readout" else question + o if self.answer_from == "question" else u_next)
-            ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
+            reads.append(o), ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
         states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
         hop_logits = states @ W.T  # (B, K, A) â_k before the softmax
+        if self.answer_hidden:
+            hop_logits = hop_logits + self.answer_module(question, torch.stack(reads, 1))
         attention = torch.stack(ps, 1)  # (B, K, M)
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
             loss = self.loss(batch, logits, hop_logits, halt_probs, torch.stack(scores, 1), torch.stack(allowed_per_hop, 1))
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
+
+    def answer_module(self, question: Tensor, reads: Tensor) -> Tensor:
+        """(B, K, A): hop k's logits from the question and the read-outs of hops 1..k (B, K, d)."""
+        B, K, d = reads.shape
+        seen = torch.ones(K, K, device=reads.device).tril()  # (K, K) hop k has read o^j for j <= k
+        x = torch.cat([question[:, None].expand(B, K, d), (seen[None, :, :, None] * reads[:, None]).reshape(B, K, K * d)], -1)
+        return torch.relu(x @ self.answer_in + self.answer_in_b) @ self.answer_out  # (B, K, A)
 
     def halt(self, states: Tensor, hop_logits: Tensor, attention: Tensor) -> tuple[Tensor, ...]:
         """The stopping rule: (logits, attention, hops_used, halted, halt_probs); without it,
