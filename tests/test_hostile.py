@@ -45,7 +45,8 @@ STORY = "1 Brian is a frog.\n2 Lily is gray.\n3 Brian is yellow.\n4 Julius is gr
 
 @pytest.fixture(autouse=True)
 def deadline():
-    """A case that blocks (a FIFO read, a story that never ends) fails after 60 s instead of hanging the suite."""
+    """A case that blocks (a FIFO read, a story that never ends) fails after 60 s instead of hanging the suite
+    (each command of `run` starts its own 60 s, so a property test's many commands are not one budget)."""
     def expire(signum, frame):
         raise TimeoutError("the command did not finish within 60 s")
 
@@ -57,6 +58,7 @@ def deadline():
 
 
 def run(capsys, *argv):
+    signal.alarm(60)
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
