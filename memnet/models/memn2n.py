@@ -33,6 +33,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
 - answer_from question: â_k = softmax(W (u^1 + o^k)), the answer from the question and what
   hop k read (the halting unit reads the same): the read-out's clean chain with the question
   that yes/no questions (qa6, qa9, qa10) need; the earlier hops steer hop k's attention only.
+- answer_hidden: an answer module of H hidden units: each hop's logits add V relu(U [u^1; o^1;
+  ...; o^k; 0 ...] + b), a nonlinear answer from the question and every read-out so far, for
+  what a linear map of one state cannot answer (whose role a fact gives an entity, qa5). V
+  starts at zero. The kernel does not compute it: runs with it train this model.
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
