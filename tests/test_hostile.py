@@ -43,22 +43,25 @@ QA16_TEST = "qa16_basic-induction_test.txt"
 STORY = "1 Brian is a frog.\n2 Lily is gray.\n3 Brian is yellow.\n4 Julius is green.\n5 Greg is a frog.\n6 What color is Greg?\n"
 
 
+DEADLINE = 60  # seconds a command may take before it counts as blocked
+
+
 @pytest.fixture(autouse=True)
 def deadline():
     """A case that blocks (a FIFO read, a story that never ends) fails after 60 s instead of hanging the suite
     (each command of `run` starts its own 60 s, so a property test's many commands are not one budget)."""
     def expire(signum, frame):
-        raise TimeoutError("the command did not finish within 60 s")
+        raise TimeoutError(f"the command did not finish within {DEADLINE} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(60)
+    signal.alarm(DEADLINE)
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, previous)
 
 
 def run(capsys, *argv):
-    signal.alarm(60)
+    signal.alarm(DEADLINE)
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
