@@ -72,7 +72,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
                "model.halt_init": -6.0, "model.mask_init": -5.0},
     # config.yaml (`question`) with attention supervision, without and with the answer module
-    # (64 hidden units over the question and the read-outs; the reference model: torch, not the kernel)
+    # (64 hidden units over the question and the read-outs)
     "sup_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
               "model.answer_from": "question", "model.dim": 40, "train.attention_supervision": 1.0},
     "sup_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,

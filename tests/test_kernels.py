@@ -33,6 +33,10 @@ COMBINATIONS = [
     {"model.answer_from": "question", "model.stopping": True, "model.masking": "soft", "model.halt_cost": 0.3},
     {"model.answer_from": "question", "model.tying": "layerwise", "train.attention_supervision": 0.7,
      "model.stopping": True, "model.masking": "hard"},
+    {"model.answer_hidden": 5},
+    {"model.answer_hidden": 4, "model.answer_from": "question", "train.attention_supervision": 0.7},
+    {"model.answer_hidden": 3, "model.answer_from": "readout", "model.stopping": True, "model.masking": "hard"},
+    {"model.answer_hidden": 4, "model.tying": "layerwise", "model.stopping": True, "model.masking": "soft"},
 ]
 
 
@@ -56,6 +60,10 @@ def setup(overrides: dict, seeds: int):
     vocab = Vocab.build(samples, phrases=True)
     batch = encode_samples(samples, vocab, memory_size=cfg.data.memory_size)
     models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(seeds)]
+    for s, model in enumerate(models):
+        if model.answer_hidden:  # V away from its zero start, so that every weight of the module moves
+            with torch.no_grad():
+                model.answer_out.normal_(generator=torch.Generator().manual_seed(s))
     assert kernels.uncovered(KERNELS[0].COVERS, cfg) == []
     return cfg, batch, models
 
@@ -96,9 +104,10 @@ def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questi
         for model in models:
             for value in model.parameters():
                 value.add_(0.5 * torch.randn(value.shape, generator=generator))
-            if model.stopping:  # h_1 = 0.5 at the median question: half stop after hop 1
+            if model.stopping:  # h_1 just above 0.5 at the median question: half stop after hop 1 (not
+                # exactly 0.5: that question would sit on the threshold, where rounding decides)
                 h_1 = predict(model, batch).halt_probs[:, 0]
-                model.halt_b.sub_((h_1 / (1 - h_1)).log().median())
+                model.halt_b.sub_((h_1 / (1 - h_1)).log().median() - 1e-3)
     answers = torch.from_numpy(kernel.Training(models, batch, max_grad_norm=40.0).predict(batch, linear))  # (S, N)
     for s, model in enumerate(models):
         model.linear = linear
@@ -174,7 +183,9 @@ def test_an_undeclared_switch_falls_back(monkeypatch):
 
 @pytest.mark.parametrize("model", [{}, {"model.stopping": True, "model.masking": "hard", "model.answer_from": "readout"},
                                    {"train.attention_supervision": 1.0, "model.stopping": True},
-                                   {"model.tying": "layerwise", "model.masking": "soft"}])
+                                   {"model.tying": "layerwise", "model.masking": "soft"},
+                                   {"model.answer_hidden": 8, "model.answer_from": "question",
+                                    "train.attention_supervision": 1.0}])
 def test_training_on_the_kernel_is_training_the_reference(tiny, model):
     # the whole trainer, linear start included: the same seeds, data order and noise give
     # the same weights (to float rounding) and the same accuracy

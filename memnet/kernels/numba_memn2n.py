@@ -13,7 +13,8 @@ position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
 emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
 question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
-memory every hop may attend to: score 0, and nothing to read.
+memory every hop may attend to: score 0, and nothing to read. The answer module
+(model.answer_hidden) is dense: U ((K+1) d, H), b (H,), V (H, A), as in the reference model.
 
 Restarts train side by side: every array has a leading seed dimension S, and each seed's
 epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
@@ -49,7 +50,7 @@ COVERS = {
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
     "model.mask_init": ANY,
-    "model.answer_hidden": (0,),
+    "model.answer_hidden": ANY,
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,
@@ -103,6 +104,9 @@ class Training:
         self.temporal = zeros((S, first.memory_size if first.temporal is not None else 0, Td), np.float32)
         self.halt_w, self.halt_b = zeros((S, self.d), np.float32), zeros((S, 1), np.float32)
         self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
+        hidden, n_answers = first.answer_hidden, first.answer_bag.shape[0]  # the answer module: U, b, V (none: 0 units)
+        self.answer_in = zeros((S, (self.K + 1) * self.d, hidden), np.float32)
+        self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
         for s, model in enumerate(models):
             self.load_state_dict(s, model.state_dict())
         self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
@@ -120,7 +124,8 @@ class Training:
         if "temporal" in state:
             self.temporal[s] = state["temporal"].transpose(0, 1).reshape(-1, n * d).numpy()
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
-                            ("log_penalty", self.log_penalty)):
+                            ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
+                            ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
@@ -147,8 +152,7 @@ class Training:
         hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm))
 
         def seed_epoch(s: int) -> float:
-            params = (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s])
-            return _seed_epoch(params, self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
+            return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
                                hyper, self.K, self.d)
 
         return np.array(self._each_seed(seed_epoch))
@@ -160,8 +164,7 @@ class Training:
         threshold = np.float32(self.model.halt_threshold)
 
         def seed_predict(s: int) -> np.ndarray:
-            params = (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s])
-            return _seed_predict(params, self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
+            return _seed_predict(self._params(s), self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
                                  (linear, *self.flags), threshold, self.K, self.d)
 
         return np.stack(self._each_seed(seed_predict))
@@ -169,6 +172,11 @@ class Training:
     def accuracy(self, batch: Batch, linear: bool = False) -> np.ndarray:
         """(S,) each seed's share of questions answered right (no answer class: wrong)."""
         return (self.predict(batch, linear) == self._questions(batch).answer).mean(1)
+
+    def _params(self, s: int) -> tuple:
+        """Seed s's parameter arrays, as the compiled loops take them."""
+        return (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s],
+                self.answer_in[s], self.answer_in_b[s], self.answer_out[s])
 
     def _questions(self, batch: Batch) -> Questions:
         if id(batch) not in self.questions:
@@ -191,9 +199,10 @@ JIT = dict(cache=True, nogil=True, fastmath=True, error_model="numpy")
 @numba.njit(**JIT)
 def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper, K, d):
     """One seed's epoch of SGD steps; its parameters (emb, temporal, halt_w, halt_b, H,
-    log_penalty) are updated in place. Returns the summed loss. Per question: the forward pass
-    (_embed, _hops), the answers and the loss, then the backward pass into the gradients."""
-    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    log_penalty, and the answer module's U, b, V) are updated in place. Returns the summed loss.
+    Per question: the forward pass (_embed, _hops), the answers and the loss, then the backward
+    pass into the gradients."""
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping = flags
     lr, halt_cost, supervision, max_norm = hyper
@@ -201,13 +210,17 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
-             np.empty_like(H), np.empty_like(log_penalty), np.empty((n_answers, d), np.float32))
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
+             np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
+             np.empty((n_answers, d), np.float32))
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W = grads
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
     pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
     g_u, g_o, g_next = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)  # ∂u, ∂o, ∂u^{k+1}
+    hidden = V.shape[0]  # the answer module's units (0: none)
+    pre, extra = np.zeros((K, hidden), np.float32), np.zeros((K, n_answers), np.float32)  # U x_k + b; its logits
+    g_reads, g_question, g_pre = np.zeros((K, d), np.float32), np.zeros(d, np.float32), np.empty(hidden, np.float32)
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads:
     # o^k, u^1 + o^k or u^{k+1}
     first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
@@ -220,6 +233,9 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_H[:] = 0.0
         g_log_penalty[:] = 0.0
         g_W[:] = 0.0
+        g_U[:] = 0.0
+        g_U_b[:] = 0.0
+        g_V[:] = 0.0
         _answer_rows(W, emb, answer_bag)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
@@ -230,7 +246,9 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _hops(tables, u, reads, p, attends, visited, scores, H, penalty, L, linear, layerwise, masking, soft, null)
             if asked:
                 _question_states(states, u, reads)
-            _answer_probs(W, states, probs, ce, target, first)
+            if hidden:
+                _module(U, U_b, V, u[0], reads, pre, extra, first)
+            _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
                 cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
@@ -239,10 +257,13 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if supervision > 0:
                 total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision, stopping)
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
+            if hidden:
+                _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, pre, probs, pi, g_question, g_reads, g_pre,
+                                 target, first)
             if stopping:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
-            _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty,
-                           g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout, asked)
+            _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
+                           g_log_penalty, g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout, asked)
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
@@ -262,15 +283,16 @@ def _workspace(M1, Td, K, d, n_answers):
 
 
 @numba.njit(**JIT, inline="always")
-def _answer_probs(W, states, probs, ce, target, first):
-    """â_r = softmax(W state_r) into probs[r], and its cross-entropy into ce[r], for r >= first."""
+def _answer_probs(W, states, extra, probs, ce, target, first):
+    """â_r = softmax(W state_r + extra_r) into probs[r], and its cross-entropy into ce[r], for
+    r >= first (extra: the answer module's logits, or zeros)."""
     K, n_answers, d = states.shape[0], W.shape[0], W.shape[1]
     ce[:] = 0.0
     for r in range(first, K):
         top = np.float32(-np.inf)
         state = states[r]
         for a in range(n_answers):
-            logit = np.float32(0.0)
+            logit = extra[r, a]
             W_a = W[a]
             for k in range(d):
                 logit += W_a[k] * state[k]
@@ -370,10 +392,11 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_stat
 
 
 @numba.njit(**JIT, inline="always")
-def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, H, g_H, g_log_penalty, g_u, g_o,
-                   g_next, g_p, penalty, L, linear, layerwise, readout, asked):
-    """Back through the K hops, from ∂state_k (g_state) and ∂score (g_scores) to ∂x (g_x: each
-    table on each slot), ∂H and ∂log_penalty."""
+def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
+                   g_log_penalty, g_u, g_o, g_next, g_p, penalty, L, linear, layerwise, readout, asked):
+    """Back through the K hops, from ∂state_k (g_state), ∂score (g_scores), and the answer
+    module's ∂o^k (g_reads) and ∂u^1 (g_question) to ∂x (g_x: each table on each slot), ∂H and
+    ∂log_penalty."""
     K, d = p.shape[0], u.shape[1]
     g_x[:L + 1] = 0.0
     g_u[:] = 0.0
@@ -388,6 +411,8 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                 for k in range(d):  # ∂u^{k+1} as â_k's state
                     g_u[k] += g_state[hop, k]
             g_o[:] = g_u
+        for k in range(d):  # ∂o^k as the answer module's input
+            g_o[k] += g_reads[hop, k]
         a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)
         weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
         for i in range(1, L + 1):
@@ -417,12 +442,74 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                 for k in range(d):
                     g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
                     g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
-    for k in range(d):  # u^1 = B q
-        g_x[0, k] += g_u[k]
+    for k in range(d):  # u^1 = B q, and the answer module's input
+        g_x[0, k] += g_u[k] + g_question[k]
     if asked:  # and u^1 in each state u^1 + o^k
         for hop in range(K):
             for k in range(d):
                 g_x[0, k] += g_state[hop, k]
+
+
+@numba.njit(**JIT, inline="always")
+def _module(U, U_b, V, question, reads, pre, extra, first):
+    """The answer module: pre[k] = U^T [u^1; o^1; ...; o^k; 0 ...] + b for every hop (U's rows:
+    u^1's d, then each read-out's d), and its logits extra[r] = V^T relu(pre[r]) for r >= first."""
+    K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
+    pre[0] = U_b
+    for k in range(d):  # + u^1's rows
+        q_k, U_k = question[k], U[k]
+        for j in range(hidden):
+            pre[0, j] += q_k * U_k[j]
+    for hop in range(K):
+        if hop > 0:
+            pre[hop] = pre[hop - 1]
+        pre_hop = pre[hop]
+        for k in range(d):  # + o^hop's rows
+            o_k, U_k = reads[hop, k], U[(hop + 1) * d + k]
+            for j in range(hidden):
+                pre_hop[j] += o_k * U_k[j]
+    extra[:] = 0.0
+    for r in range(first, K):
+        extra_r = extra[r]
+        for j in range(hidden):
+            if pre[r, j] > 0.0:
+                h_j, V_j = pre[r, j], V[j]
+                for a in range(extra_r.shape[0]):
+                    extra_r[a] += h_j * V_j[a]
+
+
+@numba.njit(**JIT, inline="always")
+def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_question, g_reads, g_pre, target, first):
+    """Back through the answer module from each answer's ∂logits (π_r (â_r - one-hot)): into
+    its U, b, V, and the question's and read-outs' gradients (g_question, g_reads)."""
+    K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
+    g_question[:] = 0.0
+    g_reads[:] = 0.0
+    if target < 0:
+        return
+    for r in range(first, K):
+        g_pre[:] = 0.0
+        for j in range(hidden):
+            if pre[r, j] > 0.0:  # relu
+                h_j, V_j, g_V_j = pre[r, j], V[j], g_V[j]
+                g = np.float32(0.0)
+                for a in range(V_j.shape[0]):
+                    g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
+                    g_V_j[a] += h_j * g_logit
+                    g += V_j[a] * g_logit
+                g_pre[j] = g
+                g_U_b[j] += g
+        for row in range((r + 2) * d):  # the rows of u^1, o^1 .. o^r
+            x = question[row] if row < d else reads[row // d - 1, row % d]
+            U_row, g_U_row = U[row], g_U[row]
+            g_x = np.float32(0.0)
+            for j in range(hidden):
+                g_U_row[j] += x * g_pre[j]
+                g_x += U_row[j] * g_pre[j]
+            if row < d:
+                g_question[row] += g_x
+            else:
+                g_reads[row // d - 1, row % d] += g_x
 
 
 @numba.njit(**JIT, inline="always")
@@ -459,8 +546,8 @@ def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
 @numba.njit(**JIT, inline="always")
 def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     """∂W into C^K's rows, then SGD with this seed's gradient norm clipped at max_norm."""
-    emb, temporal, halt_w, halt_b, H, log_penalty = params
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_W = grads
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W = grads
     Td, d = emb.shape[1], g_W.shape[1]
     for a in range(answer_bag.shape[0]):  # W = answer_bag C^K
         for v in range(answer_bag.shape[1]):
@@ -468,7 +555,8 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
                 for k in range(d):
                     g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
-                   + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty))
+                   + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
+                   + _squares(g_U_b) + _squares(g_V.ravel()))
     step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
     _descend(emb.ravel(), g_emb.ravel(), step)
     _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
@@ -477,6 +565,9 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     _descend(halt_b, g_halt_b, step)
     _descend(H.ravel(), g_H.ravel(), step)
     _descend(log_penalty, g_log_penalty, step)
+    _descend(U.ravel(), g_U.ravel(), step)
+    _descend(U_b, g_U_b, step)
+    _descend(V.ravel(), g_V.ravel(), step)
 
 
 @numba.njit(**JIT)
@@ -596,7 +687,7 @@ def _answer_rows(W, emb, answer_bag):
 def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V = params
     linear, layerwise, masking, soft, null, readout, asked, stopping = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
@@ -610,6 +701,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
     penalty = np.exp(log_penalty[0])
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
+    pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
     answers = np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
@@ -626,9 +718,11 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
                 if np.float32(1.0) / (np.float32(1.0) + np.exp(-z)) > halt_threshold:
                     r = hop
                     break
+        if V.shape[0]:
+            _module(U, U_b, V, u[0], reads, pre, extra, r)
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
-            logit = np.float32(0.0)
+            logit = extra[r, a]
             for k in range(d):
                 logit += W[a, k] * states[r, k]
             if logit > best:

@@ -36,7 +36,7 @@ The switches, each a field of memnet.config.MemN2NConfig:
 - answer_hidden: an answer module of H hidden units: each hop's logits add V relu(U [u^1; o^1;
   ...; o^k; 0 ...] + b), a nonlinear answer from the question and every read-out so far, for
   what a linear map of one state cannot answer (whose role a fact gives an entity, qa5). V
-  starts at zero. The kernel does not compute it: runs with it train this model.
+  starts at zero.
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
