@@ -63,9 +63,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "alt_ens": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                 "train.ensemble": True},
     # alt with the answer from the question and what the hop read, softmax(W (u^1 + o^k)), and
-    # d = 40 (config.yaml; chosen on valid over d = 20 and 30)
+    # d = 40 (config.yaml until the answer module; chosen on valid over d = 20 and 30)
     "question": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                  "model.answer_from": "question", "model.dim": 40},
+    # question with the answer module, 64 units over the question and the read-outs (config.yaml
+    # since; chosen on valid over 128)
+    "question_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                     "model.answer_from": "question", "model.dim": 40, "model.answer_hidden": 64},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
@@ -108,7 +112,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40 (config.yaml)", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP (config.yaml)", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
