@@ -63,6 +63,8 @@ class MemN2NConfig:
     # the answer module's hidden units (0: none): each hop's logits add V relu(U [u^1; o^1; ...;
     # o^k] + b), a nonlinear answer from the question and every read-out so far (V starts at 0)
     answer_hidden: int = 0
+    # what the answer module reads at hop k: all (u^1 and o^1..o^k) or current (u^1 and o^k)
+    answer_reads: str = "all"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
@@ -160,6 +162,7 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
+    "model.answer_reads": ("all", "current"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
 }

@@ -37,6 +37,8 @@ COMBINATIONS = [
     {"model.answer_hidden": 4, "model.answer_from": "question", "train.attention_supervision": 0.7},
     {"model.answer_hidden": 3, "model.answer_from": "readout", "model.stopping": True, "model.masking": "hard"},
     {"model.answer_hidden": 4, "model.tying": "layerwise", "model.stopping": True, "model.masking": "soft"},
+    {"model.answer_hidden": 4, "model.answer_reads": "current", "model.answer_from": "question", "model.stopping": True,
+     "model.masking": "soft", "train.attention_supervision": 0.7},
 ]
 
 

@@ -359,6 +359,25 @@ def test_the_answer_module_starts_silent_and_reads_only_the_hops_so_far(data):
     assert model.answer_out.grad.abs().sum() > 0 and model.answer_in.grad.abs().sum() > 0
 
 
+def test_the_answer_module_reading_the_current_hop_reads_only_its_read_out(data):
+    """model.answer_reads current: hop k's module reads the question and o^k alone (U has 2d rows)."""
+    _, vocab, batch = data
+    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
+    assert model.answer_in.shape == (2 * model.dim, 8)
+    with torch.no_grad():
+        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+    question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
+    earlier = reads.clone()
+    earlier[:, 0] += 1.0  # only hop 1's read-out changes
+    a, b = model.answer_module(question, reads), model.answer_module(question, earlier)  # (3, K, A)
+    assert not torch.equal(a[:, 0], b[:, 0]) and torch.equal(a[:, 1:], b[:, 1:])
+    every = make(vocab, answer_hidden=8, answer_from="question")  # the default reads o^1 at every later hop
+    with torch.no_grad():
+        every.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+    a, b = every.answer_module(question, reads), every.answer_module(question, earlier)
+    assert not torch.equal(a[:, 2], b[:, 2])
+
+
 def test_the_answer_modules_gradients_match_finite_differences(data):
     _, vocab, batch = data
     model = make(vocab, dim=3, hops=2, answer_hidden=4, answer_from="question", stopping=True, supervision=0.5).double()

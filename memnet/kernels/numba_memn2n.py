@@ -14,7 +14,8 @@ emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
 question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
 memory every hop may attend to: score 0, and nothing to read. The answer module
-(model.answer_hidden) is dense: U ((K+1) d, H), b (H,), V (H, A), as in the reference model.
+(model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, b (H,),
+V (H, A), as in the reference model.
 
 Restarts train side by side: every array has a leading seed dimension S, and each seed's
 epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
@@ -51,6 +52,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.mask_init": ANY,
     "model.answer_hidden": ANY,
+    "model.answer_reads": ("all", "current"),
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,
@@ -105,7 +107,8 @@ class Training:
         self.halt_w, self.halt_b = zeros((S, self.d), np.float32), zeros((S, 1), np.float32)
         self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
         hidden, n_answers = first.answer_hidden, first.answer_bag.shape[0]  # the answer module: U, b, V (none: 0 units)
-        self.answer_in = zeros((S, (self.K + 1) * self.d, hidden), np.float32)
+        inputs = self.K + 1 if first.answer_reads == "all" else 2  # u^1 and every read-out, or u^1 and o^k
+        self.answer_in = zeros((S, inputs * self.d, hidden), np.float32)
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
         for s, model in enumerate(models):
             self.load_state_dict(s, model.state_dict())
@@ -452,20 +455,24 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
 
 @numba.njit(**JIT, inline="always")
 def _module(U, U_b, V, question, reads, pre, extra, first):
-    """The answer module: pre[k] = U^T [u^1; o^1; ...; o^k; 0 ...] + b for every hop (U's rows:
-    u^1's d, then each read-out's d), and its logits extra[r] = V^T relu(pre[r]) for r >= first."""
+    """The answer module: pre[k] = U^T x_k + b for every hop, x_k = [u^1; o^1; ...; o^k; 0 ...]
+    (U of (K+1) d rows) or [u^1; o^k] (2d rows: answer_reads current), and its logits
+    extra[r] = V^T relu(pre[r]) for r >= first."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    pre[0] = U_b
-    for k in range(d):  # + u^1's rows
-        q_k, U_k = question[k], U[k]
-        for j in range(hidden):
-            pre[0, j] += q_k * U_k[j]
+    current = U.shape[0] == 2 * d  # answer_reads current (with one hop, both read the same)
     for hop in range(K):
-        if hop > 0:
-            pre[hop] = pre[hop - 1]
         pre_hop = pre[hop]
+        if hop == 0 or current:
+            pre_hop[:] = U_b
+            for k in range(d):  # + u^1's rows
+                q_k, U_k = question[k], U[k]
+                for j in range(hidden):
+                    pre_hop[j] += q_k * U_k[j]
+        else:
+            pre_hop[:] = pre[hop - 1]
+        row = d if current else (hop + 1) * d
         for k in range(d):  # + o^hop's rows
-            o_k, U_k = reads[hop, k], U[(hop + 1) * d + k]
+            o_k, U_k = reads[hop, k], U[row + k]
             for j in range(hidden):
                 pre_hop[j] += o_k * U_k[j]
     extra[:] = 0.0
@@ -483,6 +490,7 @@ def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_q
     """Back through the answer module from each answer's ∂logits (π_r (â_r - one-hot)): into
     its U, b, V, and the question's and read-outs' gradients (g_question, g_reads)."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
+    current = U.shape[0] == 2 * d
     g_question[:] = 0.0
     g_reads[:] = 0.0
     if target < 0:
@@ -499,17 +507,22 @@ def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_q
                     g += V_j[a] * g_logit
                 g_pre[j] = g
                 g_U_b[j] += g
-        for row in range((r + 2) * d):  # the rows of u^1, o^1 .. o^r
-            x = question[row] if row < d else reads[row // d - 1, row % d]
-            U_row, g_U_row = U[row], g_U[row]
-            g_x = np.float32(0.0)
-            for j in range(hidden):
-                g_U_row[j] += x * g_pre[j]
-                g_x += U_row[j] * g_pre[j]
-            if row < d:
-                g_question[row] += g_x
-            else:
-                g_reads[row // d - 1, row % d] += g_x
+        for k in range(d):  # u^1's rows
+            g_question[k] += _module_row(U[k], g_U[k], question[k], g_pre)
+        for hop in range(r if current else 0, r + 1):  # the rows of the read-outs hop r's answer read
+            row = d if current else (hop + 1) * d
+            for k in range(d):
+                g_reads[hop, k] += _module_row(U[row + k], g_U[row + k], reads[hop, k], g_pre)
+
+
+@numba.njit(**JIT, inline="always")
+def _module_row(U_row, g_U_row, x, g_pre):
+    """One input x's row of U: ∂U_row += x ∂pre; returns ∂x = U_row · ∂pre."""
+    g_x = np.float32(0.0)
+    for j in range(g_pre.shape[0]):
+        g_U_row[j] += x * g_pre[j]
+        g_x += U_row[j] * g_pre[j]
+    return g_x
 
 
 @numba.njit(**JIT, inline="always")

@@ -36,7 +36,8 @@ The switches, each a field of memnet.config.MemN2NConfig:
 - answer_hidden: an answer module of H hidden units: each hop's logits add V relu(U [u^1; o^1;
   ...; o^k; 0 ...] + b), a nonlinear answer from the question and every read-out so far, for
   what a linear map of one state cannot answer (whose role a fact gives an entity, qa5). V
-  starts at zero.
+  starts at zero. answer_reads current: U [u^1; o^k] + b, the question and hop k's read-out
+  alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question).
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
@@ -61,13 +62,14 @@ class MemN2N(nn.Module):
                  hops: int = 3, encoding: str = "pe", temporal: bool = True, tying: str = "adjacent",
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
-                 mask_init: float = 0.0, answer_hidden: int = 0, attention_supervision: float = 0.0):
+                 mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
+                 attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
-        self.answer_hidden = answer_hidden
+        self.answer_hidden, self.answer_reads = answer_hidden, answer_reads
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -79,8 +81,9 @@ class MemN2N(nn.Module):
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
         if masking == "soft":
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
-        if answer_hidden:  # the answer module: logits += V relu(U [u^1; o^1; ...; o^k; 0 ...] + b)
-            self.answer_in = nn.Parameter(torch.zeros((hops + 1) * dim, answer_hidden))  # ((K+1) d, H) U
+        if answer_hidden:  # the answer module: logits += V relu(U [u^1; o^1; ...; o^k; 0 ...] + b), or U [u^1; o^k]
+            inputs = hops + 1 if answer_reads == "all" else 2
+            self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d or 2d, H) U
             self.answer_in_b = nn.Parameter(torch.zeros(answer_hidden))  # (H,) b
             self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
         answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
@@ -185,10 +188,14 @@ class MemN2N(nn.Module):
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
 
     def answer_module(self, question: Tensor, reads: Tensor) -> Tensor:
-        """(B, K, A): hop k's logits from the question and the read-outs of hops 1..k (B, K, d)."""
+        """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
+        (answer_reads all) or of hop k alone (current)."""
         B, K, d = reads.shape
-        seen = torch.ones(K, K, device=reads.device).tril()  # (K, K) hop k has read o^j for j <= k
-        x = torch.cat([question[:, None].expand(B, K, d), (seen[None, :, :, None] * reads[:, None]).reshape(B, K, K * d)], -1)
+        if self.answer_reads == "current":
+            x = torch.cat([question[:, None].expand(B, K, d), reads], -1)  # (B, K, 2d)
+        else:
+            seen = torch.ones(K, K, device=reads.device).tril()  # (K, K) hop k has read o^j for j <= k
+            x = torch.cat([question[:, None].expand(B, K, d), (seen[None, :, :, None] * reads[:, None]).reshape(B, K, K * d)], -1)
         return torch.relu(x @ self.answer_in + self.answer_in_b) @ self.answer_out  # (B, K, A)
 
     def halt(self, states: Tensor, hop_logits: Tensor, attention: Tensor) -> tuple[Tensor, ...]:
