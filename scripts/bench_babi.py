@@ -43,7 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False, "train.attention_supervision": 0.0,
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
-         "model.alternate_init": False, "model.answer_hidden": 0, "train.ensemble": False}
+         "model.alternate_init": False, "model.answer_hidden": 0, "model.answer_reads": "all",
+         "train.ensemble": False}
 # the transformer readers' settings that memnet/config.py's defaults could change
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
                "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False}
@@ -66,15 +67,24 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # d = 40 (config.yaml until the answer module; chosen on valid over d = 20 and 30)
     "question": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                  "model.answer_from": "question", "model.dim": 40},
-    # question with the answer module, 64 units over the question and the read-outs (config.yaml
-    # since; chosen on valid over 128)
+    # question with the answer module, 64 units over the question and the read-outs so far
+    # (config.yaml from 2961faf; chosen on valid over 128 units), and over the question and the
+    # current hop's read-out (config.yaml since 5116fba's answer_reads; chosen on valid)
     "question_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                      "model.answer_from": "question", "model.dim": 40, "model.answer_hidden": 64},
+    "question_cur": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                     "model.answer_from": "question", "model.dim": 40, "model.answer_hidden": 64,
+                     "model.answer_reads": "current"},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
                "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
                "model.halt_init": -6.0, "model.mask_init": -5.0},
+    # question_cur with both ideas as both_q: ties question_cur on valid (docs/results.md)
+    "both_cur": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+                 "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
+                 "model.halt_init": -6.0, "model.mask_init": -5.0, "model.answer_hidden": 64,
+                 "model.answer_reads": "current"},
     # config.yaml (`question`) with attention supervision, without and with the answer module
     # (64 hidden units over the question and the read-outs)
     "sup_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
@@ -112,7 +122,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP (config.yaml)", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
