@@ -346,13 +346,7 @@ def test_the_answer_module_starts_silent_and_reads_only_the_hops_so_far(data):
             assert torch.equal(module.state_dict()[name], value), name
         assert torch.equal(module(batch).hop_logits, plain(batch).hop_logits)
         assert (module.answer_out == 0).all() and module.answer_in.abs().sum() > 0
-    model = make(vocab, answer_hidden=8, answer_from="question")
-    with torch.no_grad():
-        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
-    question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
-    later = reads.clone()
-    later[:, 2] += 1.0  # only hop 3's read-out changes
-    a, b = model.answer_module(question, reads), model.answer_module(question, later)  # (3, K, A)
+    model, a, b = module_logits(vocab, moved_hop=2)  # only hop 3's read-out moves
     assert torch.equal(a[:, :2], b[:, :2]) and not torch.equal(a[:, 2], b[:, 2])
     r = model(batch)
     r.loss.backward()
@@ -361,21 +355,24 @@ def test_the_answer_module_starts_silent_and_reads_only_the_hops_so_far(data):
 
 def test_the_answer_module_reading_the_current_hop_reads_only_its_read_out(data):
     """model.answer_reads current: hop k's module reads the question and o^k alone (U has 2d rows)."""
-    _, vocab, batch = data
-    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
+    _, vocab, _ = data
+    model, a, b = module_logits(vocab, moved_hop=0, answer_reads="current")  # only hop 1's read-out moves
     assert model.answer_in.shape == (2 * model.dim, 8)
+    assert not torch.equal(a[:, 0], b[:, 0]) and torch.equal(a[:, 1:], b[:, 1:])
+    _, a, b = module_logits(vocab, moved_hop=0)  # the default reads o^1 at every later hop too
+    assert not torch.equal(a[:, 2], b[:, 2])
+
+
+def module_logits(vocab, moved_hop, **kw):
+    """A model with an answer module (8 units, V drawn away from zero), and its module's logits
+    (3, K, A) on random inputs, then on the same with hop `moved_hop`'s read-out moved."""
+    model = make(vocab, answer_hidden=8, answer_from="question", **kw)
     with torch.no_grad():
         model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
     question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
-    earlier = reads.clone()
-    earlier[:, 0] += 1.0  # only hop 1's read-out changes
-    a, b = model.answer_module(question, reads), model.answer_module(question, earlier)  # (3, K, A)
-    assert not torch.equal(a[:, 0], b[:, 0]) and torch.equal(a[:, 1:], b[:, 1:])
-    every = make(vocab, answer_hidden=8, answer_from="question")  # the default reads o^1 at every later hop
-    with torch.no_grad():
-        every.answer_out.normal_(generator=torch.Generator().manual_seed(1))
-    a, b = every.answer_module(question, reads), every.answer_module(question, earlier)
-    assert not torch.equal(a[:, 2], b[:, 2])
+    moved = reads.clone()
+    moved[:, moved_hop] += 1.0
+    return model, model.answer_module(question, reads), model.answer_module(question, moved)
 
 
 def test_the_answer_modules_gradients_match_finite_differences(data):
