@@ -60,8 +60,8 @@ class MemN2NConfig:
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
-    # the answer module's hidden units (0: none): each hop's logits add V relu(U x + b), a
-    # nonlinear answer from the question and the read-outs answer_reads names (V starts at 0)
+    # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the
+    # question and the read-outs answer_reads names (V starts at 0)
     answer_hidden: int = 0  # the answer module's hidden units (0: none)
     answer_reads: str = "all"  # what hop k's answer module reads: all (u^1, o^1..o^k) or current (u^1, o^k)
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen

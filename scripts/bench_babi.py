@@ -48,6 +48,13 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
 # the transformer readers' settings that memnet/config.py's defaults could change
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
                "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False}
+# the answer from the question and what the hop read at d = 40 (the `question` variant), the
+# answer module, and the two ideas as the best setting with both found them: the parts the
+# question family of variants below is made of
+QUESTION = {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
+            "model.answer_from": "question", "model.dim": 40}
+MODULE = {"model.answer_hidden": 64}
+BOTH = {"model.stopping": True, "model.masking": "soft", "model.halt_init": -6.0, "model.mask_init": -5.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     # the paper's recipe with padding masked and no null memory: a hop must read something
@@ -65,33 +72,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
                 "train.ensemble": True},
     # alt with the answer from the question and what the hop read, softmax(W (u^1 + o^k)), and
     # d = 40 (config.yaml until the answer module; chosen on valid over d = 20 and 30)
-    "question": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-                 "model.answer_from": "question", "model.dim": 40},
+    "question": QUESTION,
     # question with the answer module, 64 units over the question and the read-outs so far
     # (config.yaml from 2961faf; chosen on valid over 128 units), and over the question and the
     # current hop's read-out (config.yaml since 5116fba's answer_reads; chosen on valid)
-    "question_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-                     "model.answer_from": "question", "model.dim": 40, "model.answer_hidden": 64},
-    "question_cur": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-                     "model.answer_from": "question", "model.dim": 40, "model.answer_hidden": 64,
-                     "model.answer_reads": "current"},
+    "question_mlp": {**QUESTION, **MODULE},
+    "question_cur": {**QUESTION, **MODULE, "model.answer_reads": "current"},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
-    "both_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-               "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
-               "model.halt_init": -6.0, "model.mask_init": -5.0},
+    "both_q": {**QUESTION, **BOTH},
     # question_cur with both ideas as both_q: ties question_cur on valid (docs/results.md)
-    "both_cur": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-                 "model.answer_from": "question", "model.dim": 40, "model.stopping": True, "model.masking": "soft",
-                 "model.halt_init": -6.0, "model.mask_init": -5.0, "model.answer_hidden": 64,
-                 "model.answer_reads": "current"},
+    "both_cur": {**QUESTION, **BOTH, **MODULE, "model.answer_reads": "current"},
     # config.yaml (`question`) with attention supervision, without and with the answer module
     # (64 hidden units over the question and the read-outs)
-    "sup_q": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-              "model.answer_from": "question", "model.dim": 40, "train.attention_supervision": 1.0},
-    "sup_mlp": {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
-                "model.answer_from": "question", "model.dim": 40, "train.attention_supervision": 1.0,
-                "model.answer_hidden": 64},
+    "sup_q": {**QUESTION, "train.attention_supervision": 1.0},
+    "sup_mlp": {**QUESTION, "train.attention_supervision": 1.0, **MODULE},
     # the demo's setting: both ideas, the answer from each hop's read-out, T(i) from zero
     "ours": {"model.masking": "hard", "model.stopping": True, "model.answer_from": "readout",
              "model.temporal_zero_init": True, "model.init_std": 0.3, "model.null_memory": False},
