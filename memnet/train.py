@@ -321,10 +321,12 @@ def diverged(loop: Loop, losses: np.ndarray) -> None:
 
 def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     """Score every seed on train and valid, keep each seed's best weights (never ones trained
-    without the softmax: they are not the model a checkpoint holds), save, log one line."""
+    without the softmax: they are not the model a checkpoint holds), save, log one line. A
+    later epoch as good on valid as a seed's best replaces it: of equals, the weights trained
+    longest, at the smallest learning rate."""
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
-    improved = (valid_acc > best.accuracy) & (not linear)
+    improved = (valid_acc >= best.accuracy) & (not linear)
     for s in np.flatnonzero(improved):
         best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
     seed = best.seed

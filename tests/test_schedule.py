@@ -54,7 +54,7 @@ def test_schedule_function():
 
 # valid and train accuracy per evaluation (epochs 1..4, epoch 1 in linear start) and seed: the
 # linear-start epoch has the best valid accuracy of all, and train would choose another epoch
-VALID = [[0.9, 0.9], [0.3, 0.5], [0.6, 0.4], [0.6, 0.55]]  # seed 0 ties its best at epoch 4: epoch 3 stays
+VALID = [[0.9, 0.9], [0.3, 0.5], [0.6, 0.4], [0.6, 0.55]]  # seed 0 ties its best at epoch 4: epoch 4 is kept
 TRAIN = [[0.1, 0.1], [0.9, 0.2], [0.1, 0.3], [0.99, 0.3]]
 
 
@@ -104,8 +104,9 @@ def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(
                      "epoch    2/4 | lr 0.01000 |  | train  20.0% | valid  50.0% | best  50.0% (seed 1) |",
                      "epoch    3/4 | lr 0.01000 |  | train  10.0% | valid  60.0% | best  60.0% (seed 0) |",
                      "epoch    4/4 | lr 0.01000 |  | train  99.0% | valid  60.0% | best  60.0% (seed 0) |"]
-    # valid: seed 0's best is 0.6 at epoch 3, seed 1's 0.55 at epoch 4 (epoch 1's 0.9 does not count)
-    assert result["best_seed"] == 0 and result["best_epoch"] == 3
+    # valid: seed 0's best is 0.6 at epochs 3 and 4 (the later kept), seed 1's 0.55 at epoch 4
+    # (epoch 1's 0.9 does not count)
+    assert result["best_seed"] == 0 and result["best_epoch"] == 4
     assert result["valid_accuracy_per_seed"] == pytest.approx([0.6, 0.55])
     epochs = [line for line in lines_of(tmp_path / "run") if "epoch" in line]
     assert [line["best_seed"] for line in epochs] == [0, 1, 0, 0]
@@ -123,13 +124,13 @@ def test_best_seed_and_epoch_are_chosen_on_valid_accuracy_never_in_linear_start(
     seconds = [line["seconds"] for line in epochs]  # since the start, in ms steps
     assert seconds == sorted(seconds) and seconds[-1] <= result["seconds"]
     assert all(isinstance(t, float) and t == round(t, 3) for t in seconds)
-    # the chosen model is seed 0's weights after epoch 3, in the result and in model.pt
+    # the chosen model is seed 0's weights after epoch 4, in the result and in model.pt
     model, _, _, payload = checkpoint.load(tmp_path / "run" / "model.pt")
-    assert payload["best_metric"] == pytest.approx(0.6) and payload["step"] == 3 * 16  # saved after epoch 3
-    for name, value in snapshots[2].items():
+    assert payload["best_metric"] == pytest.approx(0.6) and payload["step"] == 4 * 16  # saved after epoch 4
+    for name, value in snapshots[3].items():
         assert torch.equal(result["model"].state_dict()[name], value)
         assert torch.equal(model.state_dict()[name], value)
-    assert not torch.equal(snapshots[2]["tables"], snapshots[3]["tables"])  # epoch 4 trained on
+    assert not torch.equal(snapshots[2]["tables"], snapshots[3]["tables"])  # not epoch 3's, as good on valid
 
 
 def test_carved_train_and_valid_splits_are_disjoint_by_story(tmp_path):
