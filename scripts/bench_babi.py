@@ -78,6 +78,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # current hop's read-out (config.yaml since 5116fba's answer_reads; chosen on valid)
     "question_mlp": {**QUESTION, **MODULE},
     "question_cur": {**QUESTION, **MODULE, "model.answer_reads": "current"},
+    # question_cur at lr 0.02 for 150 epochs halved every 37 (config.yaml since; chosen on valid
+    # over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
+    "question_long": {**QUESTION, **MODULE, "model.answer_reads": "current", "train.lr": 0.02, "train.epochs": 150,
+                      "train.lr_decay_every": 37},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {**QUESTION, **BOTH},
@@ -117,7 +121,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
