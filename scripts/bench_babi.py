@@ -54,6 +54,7 @@ TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "p
 QUESTION = {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alternate_init": True,
             "model.answer_from": "question", "model.dim": 40}
 MODULE = {"model.answer_hidden": 64}
+CURRENT = {**MODULE, "model.answer_reads": "current"}  # the module over the question and hop k's read-out
 BOTH = {"model.stopping": True, "model.masking": "soft", "model.halt_init": -6.0, "model.mask_init": -5.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
@@ -77,16 +78,15 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # (config.yaml from 2961faf; chosen on valid over 128 units), and over the question and the
     # current hop's read-out (config.yaml since 5116fba's answer_reads; chosen on valid)
     "question_mlp": {**QUESTION, **MODULE},
-    "question_cur": {**QUESTION, **MODULE, "model.answer_reads": "current"},
+    "question_cur": {**QUESTION, **CURRENT},
     # question_cur at lr 0.02 for 150 epochs halved every 37 (config.yaml since; chosen on valid
     # over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
-    "question_long": {**QUESTION, **MODULE, "model.answer_reads": "current", "train.lr": 0.02, "train.epochs": 150,
-                      "train.lr_decay_every": 37},
+    "question_long": {**QUESTION, **CURRENT, "train.lr": 0.02, "train.epochs": 150, "train.lr_decay_every": 37},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {**QUESTION, **BOTH},
     # question_cur with both ideas as both_q: ties question_cur on valid (docs/results.md)
-    "both_cur": {**QUESTION, **BOTH, **MODULE, "model.answer_reads": "current"},
+    "both_cur": {**QUESTION, **BOTH, **CURRENT},
     # config.yaml (`question`) with attention supervision, without and with the answer module
     # (64 hidden units over the question and the read-outs)
     "sup_q": {**QUESTION, "train.attention_supervision": 1.0},
