@@ -120,9 +120,10 @@ class TrainConfig:
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
-    # the run's model averages the answer distributions of every restart's best weights (its
+    # the run's model averages the answer distributions of the restarts' best weights (its
     # attention tables are the best restart's) instead of keeping the best restart alone
-    ensemble: bool = False  # the model is the ensemble of all restarts
+    ensemble: bool = False  # the model is an ensemble of restarts
+    ensemble_members: int = 0  # with ensemble: the k restarts best on valid (first of equals); 0: every restart
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
@@ -199,6 +200,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "train.random_noise": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "train.attention_supervision": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "train.restarts": ("between 1 and 1000", lambda v: 1 <= v <= 1000),
+    "train.ensemble_members": (">= 0", lambda v: v >= 0),
     "train.seed": (">= 0", lambda v: v >= 0),
     "train.eval_every": (">= 1", lambda v: v >= 1),
     "train.joint_dim": (">= 1", lambda v: v >= 1),
@@ -272,6 +274,9 @@ def check(cfg: Config) -> Config:
         part = getattr(cfg, section)
         if hasattr(part, name) and not test(getattr(part, name)):
             raise ConfigError(f"{key}: expected {allowed}, found {getattr(part, name)!r}")
+    if cfg.train.ensemble_members > cfg.train.restarts:
+        raise ConfigError(f"train.ensemble_members: expected at most train.restarts ({cfg.train.restarts}), "
+                          f"found {cfg.train.ensemble_members}")
     model = cfg.model
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "

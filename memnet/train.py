@@ -31,7 +31,7 @@ from memnet.config import Config, ConfigError, from_dict, resolve
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
 from memnet.evaluation import accuracy, evaluate
-from memnet.models import build_model, init_weights
+from memnet.models import build_model, ensemble_size, init_weights
 from memnet.run import RunFolder
 
 
@@ -330,7 +330,8 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     for s in np.flatnonzero(improved):
         best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
     seed = best.seed
-    if run is not None and improved[seed]:
+    # an ensemble changes when any restart improves (a member's weights, or who the members are)
+    if run is not None and (improved.any() if ensemble_size(loop.cfg) > 1 else improved[seed]):
         run.save_model(checkpoint.model_payload(model_state(loop), loop.cfg, loop.vocab, loop.step,
                                                 float(best.accuracy[seed])))
     seconds = time.perf_counter() - loop.started
@@ -343,12 +344,14 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
 
 
 def model_state(loop: Loop) -> dict[str, torch.Tensor]:
-    """The run's model's weights: the best restart's, or with train.ensemble every restart's
-    best (members.0 the best restart; one not chosen yet stands in with the best's weights)."""
+    """The run's model's weights: the best restart's, or with train.ensemble the best weights of
+    the ensemble_size restarts best on valid (members.0 the best restart, then by valid
+    accuracy, first of equals; one not chosen yet stands in with the best's weights)."""
     best = loop.best
-    if not (loop.cfg.train.ensemble and len(best.states) > 1):
+    size = ensemble_size(loop.cfg)
+    if size == 1:
         return best.states[best.seed]
-    order = [best.seed] + [s for s in range(len(best.states)) if s != best.seed]
+    order = sorted(range(len(best.states)), key=lambda s: (-best.accuracy[s], s))[:size]  # order[0] == best.seed
     return {f"members.{i}.{name}": value for i, s in enumerate(order)
             for name, value in (best.states[s] or best.states[best.seed]).items()}
 

@@ -55,6 +55,8 @@ def test_bad_yaml_names_the_file(tmp_path):
     ("train.device=gpu", "train.device: expected cpu, cuda, cuda:N or mps, found 'gpu'"),
     ("train.random_noise=1.5", "train.random_noise: expected between 0 (inclusive) and 1, found 1.5"),
     ("train.epochs=0", "train.epochs: expected >= 1, found 0"),
+    ("train.ensemble_members=-1", "train.ensemble_members: expected >= 0, found -1"),
+    ("train.ensemble_members=2", "train.ensemble_members: expected at most train.restarts (1), found 2"),
     ("model.type=lstm", "model.type: expected one of memn2n, transformer, universal; found 'lstm'"),
 ])
 def test_every_ranged_field_is_checked_with_the_allowed_values(override, message):

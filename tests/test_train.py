@@ -11,7 +11,7 @@ from memnet import checkpoint, config
 from memnet.cli import main
 from memnet.data import Batch
 from memnet.errors import MemnetError
-from memnet.evaluation import metrics
+from memnet.evaluation import accuracy, evaluate, metrics
 from memnet.models import Result
 from memnet.run import RunFolder
 from memnet.train import train
@@ -216,6 +216,22 @@ def test_metrics_are_strict_json_and_a_diverging_run_stops(tiny, tmp_path, capsy
     assert "training stopped at epoch" in err and "is not finite" in err
     for line in (run / "metrics.jsonl").read_text().splitlines() if (run / "metrics.jsonl").exists() else []:
         json.loads(line, parse_constant=lambda c: pytest.fail(f"{c} in metrics.jsonl"))
+
+
+def test_an_ensemble_of_k_members_takes_the_k_restarts_best_on_valid(tiny, tmp_path):
+    # three restarts, the two best on valid averaged: members.0 the best, members.1 the next
+    # (of equals the first); the model.pt on disk is the model the run evaluated
+    cfg = quick(tiny, **{"train.restarts": 3, "train.ensemble": True, "train.ensemble_members": 2})
+    loop = SimpleNamespace(cfg=cfg, best=train_module.Best(np.array([0.6, 0.8, 0.6]),
+                                                           [{"w": torch.tensor(float(s))} for s in range(3)], [1, 1, 1]))
+    assert train_module.model_state(loop) == {"members.0.w": torch.tensor(1.0), "members.1.w": torch.tensor(0.0)}
+    result = train(cfg, RunFolder(tmp_path / "run"), progress=False)
+    model, saved_cfg, vocab, _ = checkpoint.load(result["saved"])
+    valid = train_module.load_data(saved_cfg, vocab)[0]["valid"]
+    assert type(model).__name__ == "Ensemble" and len(model.members) == 2
+    assert [accuracy(member, valid) for member in model.members] == \
+        pytest.approx(sorted(result["valid_accuracy_per_seed"], reverse=True)[:2])
+    assert evaluate(model, valid)["accuracy"] == pytest.approx(result["valid"]["accuracy"])
 
 
 def test_an_ensemble_run_saves_every_restart_and_answers_with_their_mean(tiny, tmp_path):

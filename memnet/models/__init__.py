@@ -17,15 +17,15 @@ from memnet.models.memn2n import MemN2N
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Result", "Transformer", "build_model", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Result", "Transformer", "build_model", "ensemble_size", "init_weights", "n_parameters"]
 
 
 def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:
     """The run's model: the one cfg.model.type names, for this vocabulary, with fresh weights
-    (seed 0); with train.ensemble, an Ensemble of train.restarts of them. `restart`: one
+    (seed 0); with train.ensemble, an Ensemble of ensemble_size(cfg) of them. `restart`: one
     restart's model, never an ensemble (what the trainer trains)."""
-    if cfg.train.ensemble and cfg.train.restarts > 1 and not restart:
-        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(cfg.train.restarts)])
+    if ensemble_size(cfg) > 1 and not restart:
+        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(ensemble_size(cfg))])
     m = cfg.model
     if isinstance(m, MemN2NConfig):
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
@@ -42,6 +42,14 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                            act_epsilon=m.act_epsilon, ponder_cost=m.ponder_cost,
                            attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
+
+
+def ensemble_size(cfg: Config) -> int:
+    """How many restarts the run's model averages: 1 without train.ensemble (the best alone),
+    else train.ensemble_members (0: every restart)."""
+    if not cfg.train.ensemble:
+        return 1
+    return min(cfg.train.ensemble_members or cfg.train.restarts, cfg.train.restarts)
 
 
 def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Generator | None = None) -> nn.Module:
