@@ -234,6 +234,23 @@ def test_an_ensemble_of_k_members_takes_the_k_restarts_best_on_valid(tiny, tmp_p
     assert evaluate(model, valid)["accuracy"] == pytest.approx(result["valid"]["accuracy"])
 
 
+def test_an_ensemble_is_saved_again_when_a_member_other_than_the_best_improves(tiny):
+    # seed 0 is the best from the first evaluation on; seed 1 improves at the second: the saved
+    # ensemble must hold seed 1's later weights, though the best restart did not change
+    cfg = quick(tiny, **{"train.restarts": 2, "train.ensemble": True})
+    valid = iter([[0.9, 0.5], [0.8, 0.6]])
+    path = SimpleNamespace(state_dict=lambda s: {"w": torch.tensor(float(10 * loop.epoch + s))})
+    path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
+    saved = []
+    run = SimpleNamespace(save_model=saved.append, log=lambda record: None)
+    vocab = SimpleNamespace(to_dict=lambda: {})
+    loop = SimpleNamespace(cfg=cfg, vocab=vocab, path=path, valid="valid", train_data="train", run=run, step=0,
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2)
+    for loop.epoch in (1, 2):
+        train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
+    assert saved[-1]["state_dict"] == {"members.0.w": torch.tensor(10.0), "members.1.w": torch.tensor(21.0)}
+
+
 def test_an_ensemble_run_saves_every_restart_and_answers_with_their_mean(tiny, tmp_path):
     result = train(quick(tiny, **{"train.restarts": 2, "train.ensemble": True}), RunFolder(tmp_path / "run"), progress=False)
     model, cfg, _, payload = checkpoint.load(result["saved"])
