@@ -44,10 +44,11 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
          "model.answer_from": "state", "model.temporal_zero_init": False, "model.init_std": 0.1,
          "model.null_memory": True, "model.vocabulary_softmax": False, "model.phrase_answers": True,
          "model.alternate_init": False, "model.answer_hidden": 0, "model.answer_reads": "all",
-         "train.ensemble": False}
+         "train.ensemble": False, "train.ensemble_members": 0}
 # the transformer readers' settings that memnet/config.py's defaults could change
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
-               "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False}
+               "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False,
+               "train.ensemble_members": 0}
 # the answer from the question and what the hop read at d = 40 (the `question` variant), the
 # answer module, and the two ideas as the best setting with both found them: the parts the
 # question family of variants below is made of
@@ -55,6 +56,7 @@ QUESTION = {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alte
             "model.answer_from": "question", "model.dim": 40}
 MODULE = {"model.answer_hidden": 64}
 CURRENT = {**MODULE, "model.answer_reads": "current"}  # the module over the question and hop k's read-out
+LONG = {"train.lr": 0.02, "train.epochs": 150, "train.lr_decay_every": 37}  # config.yaml's schedule
 BOTH = {"model.stopping": True, "model.masking": "soft", "model.halt_init": -6.0, "model.mask_init": -5.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
@@ -79,9 +81,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # current hop's read-out (config.yaml since 5116fba's answer_reads; chosen on valid)
     "question_mlp": {**QUESTION, **MODULE},
     "question_cur": {**QUESTION, **CURRENT},
-    # question_cur at lr 0.02 for 150 epochs halved every 37 (config.yaml since; chosen on valid
-    # over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
-    "question_long": {**QUESTION, **CURRENT, "train.lr": 0.02, "train.epochs": 150, "train.lr_decay_every": 37},
+    # question_cur at lr 0.02 for 150 epochs halved every 37 (config.yaml from 43d2f88 until d 50;
+    # chosen on valid over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
+    "question_long": {**QUESTION, **CURRENT, **LONG},
+    # question_long at d = 50 (config.yaml since; chosen on valid over d = 40)
+    "question_wide": {**QUESTION, **CURRENT, **LONG, "model.dim": 50},
+    # question_wide's model: the ensemble of its 5 restarts best on valid (train.ensemble_members;
+    # d and k chosen by cross-fitting on valid, docs/results.md)
+    "question_ens": {**QUESTION, **CURRENT, **LONG, "model.dim": 50, "train.ensemble": True, "train.ensemble_members": 5},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {**QUESTION, **BOTH},
@@ -121,7 +128,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50 (config.yaml)", "question_ens": "the same, ensemble of the 5 best on valid", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
