@@ -274,6 +274,9 @@ def check(cfg: Config) -> Config:
         part = getattr(cfg, section)
         if hasattr(part, name) and not test(getattr(part, name)):
             raise ConfigError(f"{key}: expected {allowed}, found {getattr(part, name)!r}")
+    if cfg.train.ensemble_members and not cfg.train.ensemble:
+        raise ConfigError(f"train.ensemble_members: {cfg.train.ensemble_members} members need train.ensemble true "
+                          f"(found false: the run's model would be the best restart alone)")
     if cfg.train.ensemble_members > cfg.train.restarts:
         raise ConfigError(f"train.ensemble_members: expected at most train.restarts ({cfg.train.restarts}), "
                           f"found {cfg.train.ensemble_members}")

@@ -56,13 +56,20 @@ def test_bad_yaml_names_the_file(tmp_path):
     ("train.random_noise=1.5", "train.random_noise: expected between 0 (inclusive) and 1, found 1.5"),
     ("train.epochs=0", "train.epochs: expected >= 1, found 0"),
     ("train.ensemble_members=-1", "train.ensemble_members: expected >= 0, found -1"),
-    ("train.ensemble_members=2", "train.ensemble_members: expected at most train.restarts (1), found 2"),
+    ("train.ensemble_members=2", "train.ensemble_members: 2 members need train.ensemble true (found false: the "
+                                 "run's model would be the best restart alone)"),
     ("model.type=lstm", "model.type: expected one of memn2n, transformer, universal; found 'lstm'"),
 ])
 def test_every_ranged_field_is_checked_with_the_allowed_values(override, message):
     with pytest.raises(ConfigError) as error:
         config.load(None, [override])
     assert str(error.value) == message
+
+
+def test_an_ensemble_cannot_have_more_members_than_restarts():
+    with pytest.raises(ConfigError, match=r"train.ensemble_members: expected at most train.restarts \(3\), found 4"):
+        config.load(None, ["train.ensemble=true", "train.restarts=3", "train.ensemble_members=4"])
+    assert config.load(None, ["train.ensemble=true", "train.restarts=3", "train.ensemble_members=3"]).train.ensemble_members == 3
 
 
 def test_a_model_section_holds_its_types_settings_only(tmp_path):
