@@ -57,6 +57,7 @@ QUESTION = {"model.temporal_zero_init": True, "model.init_std": 0.3, "model.alte
 MODULE = {"model.answer_hidden": 64}
 CURRENT = {**MODULE, "model.answer_reads": "current"}  # the module over the question and hop k's read-out
 LONG = {"train.lr": 0.02, "train.epochs": 150, "train.lr_decay_every": 37}  # config.yaml's schedule
+WIDE = {**QUESTION, **CURRENT, **LONG, "model.dim": 50}  # config.yaml's setting (question_wide)
 BOTH = {"model.stopping": True, "model.masking": "soft", "model.halt_init": -6.0, "model.mask_init": -5.0}
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
@@ -85,10 +86,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # chosen on valid over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
     "question_long": {**QUESTION, **CURRENT, **LONG},
     # question_long at d = 50 (config.yaml since; chosen on valid over d = 40)
-    "question_wide": {**QUESTION, **CURRENT, **LONG, "model.dim": 50},
+    "question_wide": WIDE,
     # question_wide's model: the ensemble of its 5 restarts best on valid (train.ensemble_members;
     # d and k chosen by cross-fitting on valid, docs/results.md)
-    "question_ens": {**QUESTION, **CURRENT, **LONG, "model.dim": 50, "train.ensemble": True, "train.ensemble_members": 5},
+    "question_ens": {**WIDE, "train.ensemble": True, "train.ensemble_members": 5},
     # the same with both ideas on, masking soft, the halting unit starting at σ(-6) and the
     # masking penalty at e^-5: the best setting with both ideas on valid (docs/results.md)
     "both_q": {**QUESTION, **BOTH},
