@@ -7,10 +7,11 @@ the best seed on validation (never test) is the run's model, evaluated on valid 
 Who computes the steps is decided once (memnet.kernels.choose): a kernel where its
 declaration covers every setting of the run (the Numba kernel, on the CPU), else the
 reference model with autograd (ReferenceTraining below; any device). Both expose the same
-four methods, so the loop below does not know which one it drives:
+methods, so the loop below does not know which one it drives:
 
     epoch(order, ages, lr, batch_size, linear) -> (S,) summed losses
-    accuracy(batch, linear) -> (S,)          state_dict(s) / load_state_dict(s, state)
+    accuracy(batch, linear) -> (S,)          predict(batch) -> (S, N) answer classes
+    state_dict(s) / load_state_dict(s, state)
 
 The schedule is the paper's: linear start (no attention softmax, linear_start_lr) for the
 first epochs where the model has one, then lr halved every lr_decay_every epochs.
@@ -30,7 +31,7 @@ from memnet import babi, checkpoint, distributed, kernels
 from memnet.config import Config, ConfigError, from_dict, resolve
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
-from memnet.evaluation import accuracy, evaluate
+from memnet.evaluation import accuracy, evaluate, predict
 from memnet.models import build_model, ensemble_size, init_weights
 from memnet.run import RunFolder
 
@@ -85,6 +86,10 @@ class ReferenceTraining:
             out.append(accuracy(model, batch))
             model.linear = False
         return np.array(out)
+
+    def predict(self, batch: Batch) -> np.ndarray:
+        """(S, N) each seed's answer class to each question."""
+        return np.stack([predict(model, batch).logits.argmax(-1).cpu().numpy() for model in self.models])
 
     def state_dict(self, s: int) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu().clone() for k, v in self.models[s].state_dict().items()}
@@ -149,6 +154,9 @@ class Loop:
     linear_epochs: int  # epochs of linear start before cfg.train.epochs
     say: Callable[[str], None]
     best: Best
+    # called at each evaluation after linear start with (epoch, (S, N) each seed's answer class to
+    # each valid question, the valid Batch): scripts/bench_babi.py's cross-fitted valid error
+    on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None
     epoch: int = 0  # epochs done
     step: int = 0  # SGD steps done (per seed)
     stepping: float = 0.0  # seconds spent shuffling and in the training steps
@@ -239,19 +247,21 @@ def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, 
             f"valid {100 * valid_acc:5.1f}% | best {best_text} (seed {best_seed}) | {seconds:6.1f}s")
 
 
-def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True) -> dict[str, Any]:
+def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True,
+          on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None) -> dict[str, Any]:
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...), under "model" the chosen model (None when none was chosen:
     interrupted during linear start) and under "saved" the checked model.pt (or None).
     Ctrl-C stops training, keeps the best model so far, and still evaluates. Under torchrun every
-    process trains (memnet.distributed); process 0 alone logs and writes `run`."""
+    process trains (memnet.distributed); process 0 alone logs and writes `run`. on_evaluation: see Loop."""
     try:
-        return train_here(cfg, run, distributed.world(), progress, log)
+        return train_here(cfg, run, distributed.world(), progress, log, on_evaluation)
     finally:
         distributed.stop()
 
 
-def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool) -> dict[str, Any]:
+def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool,
+               on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None) -> dict[str, Any]:
     """train() in this process, which is process here.rank of here.size."""
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
@@ -271,7 +281,7 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say, here), train_data, data["valid"].to(device),
-                generators, run, linear_epochs, say, Best.empty(S))
+                generators, run, linear_epochs, say, Best.empty(S), on_evaluation if here.main else None)
     if cfg.train.linear_start_epochs and not linear_epochs:
         say(f"linear start: skipped ({cfg.model.type} has no softmax-free phase)")
     if state:
@@ -327,6 +337,8 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
     improved = (valid_acc >= best.accuracy) & (not linear)
+    if loop.on_evaluation is not None and not linear:
+        loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid)
     for s in np.flatnonzero(improved):
         best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
     seed = best.seed

@@ -5,6 +5,7 @@ import importlib.util
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +44,60 @@ def test_records_one_line_per_variant_and_task(results, babi_fixtures):
     # generated training stories, the official test file behind a link
     assert (generated / "qa1_single-supporting-fact_train.txt").read_text() != (official / "qa1_train.txt").read_text()
     assert (generated / "qa1_test.txt").resolve() == (official / "qa1_test.txt").resolve()
+
+
+def test_records_the_cross_fitted_valid_error(results):
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    for r in records:
+        assert 0.0 <= r["crossfit_valid_error"] <= 1.0
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])  # the kernel's answers, and the reference model's
+def test_the_choice_is_the_trainers(babi_fixtures, backend):
+    # the restart and evaluation bench.choice takes from the answers the trainer reports at each
+    # evaluation are the ones the trainer kept
+    from memnet import config
+    from memnet.train import train
+    cfg = config.load(None, {"data.dir": str(babi_fixtures / "en-valid"), "data.task": "1", "train.epochs": 6,
+                             "train.eval_every": 1, "train.linear_start_epochs": 0, "train.restarts": 3,
+                             "train.backend": backend})
+    seen = []
+    result = train(cfg, progress=False, log=False,
+                   on_evaluation=lambda epoch, answers, valid: seen.append((epoch, answers == valid.answer.numpy())))
+    accuracy = np.stack([correct.mean(1) for _, correct in seen])  # (E, S)
+    evaluation, restart = bench.choice(accuracy)
+    assert [epoch for epoch, _ in seen] == [1, 2, 3, 4, 5, 6]
+    assert (seen[evaluation][0], restart) == (result["best_epoch"], result["best_seed"])
+    assert accuracy.max(0).tolist() == pytest.approx(result["valid_accuracy_per_seed"])
+
+
+def test_choice_takes_the_latest_of_equal_evaluations_and_the_first_of_equal_restarts():
+    accuracy = np.array([[0.5, 0.7, 0.7], [0.7, 0.7, 0.6], [0.6, 0.7, 0.7]])  # (E, S)
+    assert bench.choice(accuracy) == (1, 0)
+    assert bench.choice(accuracy[:, 1:]) == (2, 0)
+
+
+def test_cross_fitting_does_not_flatter_a_choice_among_coin_flips():
+    # 20 restarts answering 100 questions by coin flip at 3 evaluations: the chosen one's valid
+    # error is far below 50% (the luckiest of 60 tries), its cross-fitted error is not (on
+    # average over 10 such valid sets: on one, the halves share its luck)
+    chosen, crossfit = [], []
+    for seed in range(10):
+        correct = np.random.default_rng(seed).random((3, 20, 100)) < 0.5
+        evaluation, restart = bench.choice(correct.mean(2))
+        chosen.append(1 - correct[evaluation, restart].mean())
+        crossfit.append(bench.crossfit_errors(correct, np.ones(100, int), halvings=50)[1])
+    assert np.mean(chosen) < 0.42
+    assert np.mean(crossfit) == pytest.approx(0.5, abs=0.03)
+
+
+def test_cross_fitting_scores_each_task_on_its_own_questions():
+    # restart 1 is right on every question of task 2 and on none of task 5; restart 0 is wrong
+    # everywhere: restart 1 is always chosen, whatever the halves
+    tasks = np.array([2] * 10 + [5] * 10)
+    correct = np.zeros((1, 2, 20), bool)
+    correct[0, 1, :10] = True
+    assert bench.crossfit_errors(correct, tasks, halvings=5) == {2: 0.0, 5: 1.0}
 
 
 def test_table_reads_the_results_file(results, capsys):

@@ -67,7 +67,7 @@ def test_of_equally_good_epochs_on_valid_the_latest_is_kept():
     path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch})
     path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
     loop = SimpleNamespace(path=path, valid="valid", train_data="train", run=None, best=train_module.Best.empty(2),
-                           say=lambda line: None, started=0.0, epochs=4)
+                           say=lambda line: None, started=0.0, epochs=4, on_evaluation=None)
     for loop.epoch in range(1, 5):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert loop.best.epoch == [3, 4] and loop.best.states[0] == {"epoch": 3} and loop.best.seed == 0
@@ -245,7 +245,8 @@ def test_an_ensemble_is_saved_again_when_a_member_other_than_the_best_improves(t
     run = SimpleNamespace(save_model=saved.append, log=lambda record: None)
     vocab = SimpleNamespace(to_dict=lambda: {})
     loop = SimpleNamespace(cfg=cfg, vocab=vocab, path=path, valid="valid", train_data="train", run=run, step=0,
-                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2)
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2,
+                           on_evaluation=None)
     for loop.epoch in (1, 2):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert saved[-1]["state_dict"] == {"members.0.w": torch.tensor(10.0), "members.1.w": torch.tensor(21.0)}
