@@ -192,6 +192,21 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
     return {t: w / halvings for t, w in wrong.items()}
 
 
+class ValidAnswers:
+    """What train() reports at each evaluation (its on_evaluation), kept for crossfit_errors."""
+
+    def __init__(self) -> None:
+        self.correct: list[np.ndarray] = []  # per evaluation, (S, N) each restart's right answers on valid
+        self.tasks = np.zeros(0, int)  # (N,) each valid question's task
+
+    def __call__(self, epoch: int, answers: np.ndarray, valid) -> None:
+        self.correct.append(answers == valid.answer.cpu().numpy())
+        self.tasks = valid.task.cpu().numpy()
+
+    def crossfit(self) -> dict[int, float]:
+        return crossfit_errors(np.stack(self.correct), self.tasks) if self.correct else {}
+
+
 def cross_text(error: float | None) -> str:
     return "   –  " if error is None else f"{100 * error:5.1f}%"
 
@@ -247,16 +262,10 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
     records = []
     for job_tasks, data in jobs:
         cfg = resolve(config.load(None, {**base, **data}), len(job_tasks))
-        correct = []  # each evaluation's right answers (S, N) on valid
-        valid_tasks = {}  # "tasks": the valid questions' tasks (N,)
-
-        def seen(epoch: int, answers: np.ndarray, valid) -> None:
-            correct.append(answers == valid.answer.cpu().numpy())
-            valid_tasks["tasks"] = valid.task.cpu().numpy()
-
-        result = train(cfg, progress=False, log=False, on_evaluation=seen)
+        answers = ValidAnswers()
+        result = train(cfg, progress=False, log=False, on_evaluation=answers)
         # the trainer's choice of one restart: an ensemble's average is another model
-        crossfit = crossfit_errors(np.stack(correct), valid_tasks["tasks"]) if correct and not cfg.train.ensemble else {}
+        crossfit = {} if cfg.train.ensemble else answers.crossfit()
         for t in job_tasks:
             test, valid = result["test"]["tasks"][str(t)], result["valid"]["tasks"][str(t)]
             record = {
@@ -271,7 +280,8 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
             with open(args.results, "a", encoding="utf-8") as f:
                 f.write(json.dumps(record) + "\n")
             print(f"{variant:9s} qa{t:<2d} test error {100 * test['error']:5.1f}% | valid error "
-                  f"{100 * valid['error']:5.1f}% | cross-fitted {cross_text(crossfit.get(t))} | mean hops {test['mean_hops']:.2f} | restarts {cfg.train.restarts} | "
+                  f"{100 * valid['error']:5.1f}% | cross-fitted {cross_text(crossfit.get(t))} | "
+                  f"mean hops {test['mean_hops']:.2f} | restarts {cfg.train.restarts} | "
                   f"epochs {cfg.train.epochs} | {result['seconds']:.0f} s", flush=True)
             records.append(record)
     return records
