@@ -24,8 +24,9 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
     """The run's model: the one cfg.model.type names, for this vocabulary, with fresh weights
     (seed 0); with train.ensemble, an Ensemble of ensemble_size(cfg) of them. `restart`: one
     restart's model, never an ensemble (what the trainer trains)."""
-    if ensemble_size(cfg) > 1 and not restart:
-        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(ensemble_size(cfg))])
+    size = ensemble_size(cfg)
+    if size > 1 and not restart:
+        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(size)])
     m = cfg.model
     if isinstance(m, MemN2NConfig):
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
