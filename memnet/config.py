@@ -120,10 +120,14 @@ class TrainConfig:
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
+    # which restart is the best on validation: best (the highest valid accuracy at any
+    # evaluation) or mean (the highest mean valid accuracy over all its evaluations, less
+    # flattered by one lucky evaluation); either way the restart's best evaluation is kept
+    restart_choice: str = "best"  # best or mean
     # the run's model averages the answer distributions of the restarts' best weights (its
     # attention tables are the best restart's) instead of keeping the best restart alone
     ensemble: bool = False  # the model is an ensemble of restarts
-    ensemble_members: int = 0  # with ensemble: the k restarts best on valid (first of equals); 0: every restart
+    ensemble_members: int = 0  # with ensemble: the k restarts best on valid (restart_choice; first of equals); 0: every restart
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
@@ -165,6 +169,7 @@ CHOICES = {
     "model.answer_reads": ("all", "current"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
+    "train.restart_choice": ("best", "mean"),
 }
 
 

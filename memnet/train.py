@@ -121,19 +121,41 @@ def sgd_step(model: torch.nn.Module, lr: float, max_norm: float) -> None:
 
 @dataclass
 class Best:
-    """Each seed's best validation accuracy and its weights then (-1: none chosen yet)."""
+    """Each seed's best validation accuracy and its weights then (-1: none chosen yet), and the
+    sum of its validation accuracies over all evaluations; which seed is the run's best follows
+    train.restart_choice (by_mean: the highest mean, else the highest best; first of equals)."""
 
     accuracy: np.ndarray
     states: list[dict[str, torch.Tensor] | None]
     epoch: list[int]  # the epoch each best was reached at
+    total: np.ndarray  # each seed's valid accuracy summed over its evaluations
+    evaluations: int
+    by_mean: bool
 
     @classmethod
-    def empty(cls, seeds: int) -> Best:
-        return cls(np.full(seeds, -1.0), [None] * seeds, [0] * seeds)
+    def empty(cls, seeds: int, by_mean: bool = False) -> Best:
+        return cls(np.full(seeds, -1.0), [None] * seeds, [0] * seeds, np.zeros(seeds), 0, by_mean)
+
+    def record(self, valid_acc: np.ndarray, epoch: int, state: Callable[[int], dict[str, torch.Tensor]]) -> None:
+        """One evaluation's valid accuracies (S,): a seed as good as its best or better keeps
+        its weights now (of equals, the weights trained longest, at the smallest learning rate)."""
+        self.total += valid_acc
+        self.evaluations += 1
+        for s in np.flatnonzero(valid_acc >= self.accuracy):
+            self.accuracy[s], self.states[s], self.epoch[s] = valid_acc[s], state(s), epoch
+
+    def ranking(self) -> list[int]:
+        """The seeds, best first (first of equals)."""
+        score = self.total if self.by_mean else self.accuracy
+        return sorted(range(len(score)), key=lambda s: (-score[s], s))
+
+    def mean(self) -> np.ndarray:
+        """(S,) each seed's mean valid accuracy over its evaluations."""
+        return self.total / max(self.evaluations, 1)
 
     @property
     def seed(self) -> int:
-        return int(self.accuracy.argmax())
+        return self.ranking()[0]
 
     @property
     def chosen(self) -> bool:
@@ -157,6 +179,7 @@ class Loop:
     # called at each evaluation after linear start with (epoch, (S, N) each seed's answer class to
     # each valid question, the valid Batch): scripts/bench_babi.py's cross-fitted valid error
     on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None
+    saved: tuple = ()  # the (seed, epoch) of each set of weights model.pt holds
     epoch: int = 0  # epochs done
     step: int = 0  # SGD steps done (per seed)
     stepping: float = 0.0  # seconds spent shuffling and in the training steps
@@ -281,7 +304,8 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say, here), train_data, data["valid"].to(device),
-                generators, run, linear_epochs, say, Best.empty(S), on_evaluation if here.main else None)
+                generators, run, linear_epochs, say, Best.empty(S, cfg.train.restart_choice == "mean"),
+                on_evaluation if here.main else None)
     if cfg.train.linear_start_epochs and not linear_epochs:
         say(f"linear start: skipped ({cfg.model.type} has no softmax-free phase)")
     if state:
@@ -331,21 +355,21 @@ def diverged(loop: Loop, losses: np.ndarray) -> None:
 
 def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     """Score every seed on train and valid, keep each seed's best weights (never ones trained
-    without the softmax: they are not the model a checkpoint holds), save, log one line. A
-    later epoch as good on valid as a seed's best replaces it: of equals, the weights trained
-    longest, at the smallest learning rate."""
+    without the softmax: they are not the model a checkpoint holds; see Best.record), save
+    when the run's model changed, log one line."""
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
-    improved = (valid_acc >= best.accuracy) & (not linear)
-    if loop.on_evaluation is not None and not linear:
-        loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid)
-    for s in np.flatnonzero(improved):
-        best.accuracy[s], best.states[s], best.epoch[s] = valid_acc[s], loop.path.state_dict(s), loop.epoch
+    if not linear:
+        if loop.on_evaluation is not None:
+            loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid)
+        best.record(valid_acc, loop.epoch, loop.path.state_dict)
     seed = best.seed
-    # an ensemble changes when any restart improves (a member's weights, or who the members are)
-    if run is not None and (improved.any() if ensemble_size(loop.cfg) > 1 else improved[seed]):
+    # the run's model changes when a member's weights do, or who the members are
+    kept = tuple((s, best.epoch[s]) for s in members(loop))
+    if run is not None and best.chosen and kept != loop.saved:
         run.save_model(checkpoint.model_payload(model_state(loop), loop.cfg, loop.vocab, loop.step,
                                                 float(best.accuracy[seed])))
+        loop.saved = kept
     seconds = time.perf_counter() - loop.started
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
                       float(best.accuracy[seed]), seed, seconds))
@@ -355,15 +379,19 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
                  "best_seed": seed, "seconds": round(seconds, 3)})
 
 
+def members(loop: Loop) -> list[int]:
+    """The restarts whose weights make the run's model: the best alone, or with train.ensemble
+    the ensemble_size best (Best.ranking)."""
+    return loop.best.ranking()[:ensemble_size(loop.cfg)]
+
+
 def model_state(loop: Loop) -> dict[str, torch.Tensor]:
     """The run's model's weights: the best restart's, or with train.ensemble the best weights of
-    the ensemble_size restarts best on valid (members.0 the best restart, then by valid
-    accuracy, first of equals; one not chosen yet stands in with the best's weights)."""
+    its members (members.0 the best restart; one not chosen yet stands in with the best's weights)."""
     best = loop.best
-    size = ensemble_size(loop.cfg)
-    if size == 1:
-        return best.states[best.seed]
-    order = sorted(range(len(best.states)), key=lambda s: (-best.accuracy[s], s))[:size]  # order[0] == best.seed
+    order = members(loop)
+    if len(order) == 1:
+        return best.states[order[0]]
     return {f"members.{i}.{name}": value for i, s in enumerate(order)
             for name, value in (best.states[s] or best.states[best.seed]).items()}
 
@@ -375,7 +403,8 @@ def save_last(loop: Loop) -> None:
     S = len(loop.generators)
     loop.run.save_last({
         "states": [loop.path.state_dict(s) for s in range(S)], "best_states": loop.best.states,
-        "best": loop.best.accuracy.tolist(), "best_epoch": loop.best.epoch, "epoch": loop.epoch, "step": loop.step,
+        "best": loop.best.accuracy.tolist(), "best_epoch": loop.best.epoch, "valid_total": loop.best.total.tolist(),
+        "evaluations": loop.best.evaluations, "epoch": loop.epoch, "step": loop.step,
         "generators": [g.get_state() for g in loop.generators], "config": loop.cfg.to_dict(),
         "vocab": loop.vocab.to_dict()})
 
@@ -386,6 +415,9 @@ def restore(loop: Loop, state: dict[str, Any]) -> None:
         loop.path.load_state_dict(s, weights)
     loop.best.accuracy[:] = state["best"]
     loop.best.states, loop.best.epoch = list(state["best_states"]), list(state["best_epoch"])
+    # a last.pt from before train.restart_choice has no totals; its config chooses by best
+    loop.best.total[:] = state.get("valid_total", 0.0)
+    loop.best.evaluations = state.get("evaluations", 0)
     loop.epoch, loop.step = state["epoch"], state["step"]
     for g, s in zip(loop.generators, state["generators"]):
         g.set_state(s)
@@ -395,6 +427,7 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
     """The best seed's model, evaluated on valid and test; the final line of metrics.jsonl."""
     best, device = loop.best, loop.valid.story.device
     result: dict[str, Any] = {"best_seed": best.seed, "valid_accuracy_per_seed": best.accuracy.tolist(),
+                              "mean_valid_accuracy_per_seed": best.mean().tolist(),
                               "best_epoch": best.epoch[best.seed], "steps": loop.step,
                               "train_questions": len(loop.train_data), "training_path": loop.path.name,
                               "seconds": round(time.perf_counter() - loop.started, 3),

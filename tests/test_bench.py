@@ -53,28 +53,33 @@ def test_records_the_cross_fitted_valid_error(results):
 
 
 @pytest.mark.parametrize("backend", ["auto", "torch"])  # the kernel's answers, and the reference model's
-def test_the_choice_is_the_trainers(babi_fixtures, backend):
+@pytest.mark.parametrize("rule", ["best", "mean"])  # train.restart_choice
+def test_the_choice_is_the_trainers(babi_fixtures, backend, rule):
     # the restart and evaluation bench.choice takes from the answers the trainer reports at each
     # evaluation are the ones the trainer kept
     from memnet import config
     from memnet.train import train
     cfg = config.load(None, {"data.dir": str(babi_fixtures / "en-valid"), "data.task": "1", "train.epochs": 6,
                              "train.eval_every": 1, "train.linear_start_epochs": 0, "train.restarts": 3,
-                             "train.backend": backend})
+                             "train.backend": backend, "train.restart_choice": rule})
     seen = []
     result = train(cfg, progress=False, log=False,
                    on_evaluation=lambda epoch, answers, valid: seen.append((epoch, answers == valid.answer.numpy())))
     accuracy = np.stack([correct.mean(1) for _, correct in seen])  # (E, S)
-    evaluation, restart = bench.choice(accuracy)
+    evaluation, restart = bench.choice(accuracy, by_mean=rule == "mean")
     assert [epoch for epoch, _ in seen] == [1, 2, 3, 4, 5, 6]
     assert (seen[evaluation][0], restart) == (result["best_epoch"], result["best_seed"])
     assert accuracy.max(0).tolist() == pytest.approx(result["valid_accuracy_per_seed"])
+    assert accuracy.mean(0).tolist() == pytest.approx(result["mean_valid_accuracy_per_seed"])
 
 
 def test_choice_takes_the_latest_of_equal_evaluations_and_the_first_of_equal_restarts():
     accuracy = np.array([[0.5, 0.7, 0.7], [0.7, 0.7, 0.6], [0.6, 0.7, 0.7]])  # (E, S)
     assert bench.choice(accuracy) == (1, 0)
     assert bench.choice(accuracy[:, 1:]) == (2, 0)
+    # by mean (1.8, 2.1, 2.0) restart 1, at the latest of its equal evaluations; of equal means the first
+    assert bench.choice(accuracy, by_mean=True) == (2, 1)
+    assert bench.choice(accuracy[:, [0, 0]], by_mean=True) == (1, 0)
 
 
 def test_cross_fitting_does_not_flatter_a_choice_among_coin_flips():

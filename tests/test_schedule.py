@@ -189,9 +189,10 @@ def test_log_line_and_the_divergence_message(tmp_path):
         diverged(loop, np.array([np.nan]))
 
 
-def test_resume_restores_every_seed(tiny, tmp_path, monkeypatch):
+@pytest.mark.parametrize("choice", ["best", "mean"])
+def test_resume_restores_every_seed(tiny, tmp_path, monkeypatch, choice):
     values = {"data.dir": str(tiny), "data.task": "1", "train.epochs": 4, "train.eval_every": 2,
-              "train.linear_start_epochs": 0, "train.restarts": 2}
+              "train.linear_start_epochs": 0, "train.restarts": 2, "train.restart_choice": choice}
     whole = train(config.load(None, values), RunFolder(tmp_path / "whole"), progress=False, log=False)
     real, calls = train_module.random_noise_time, []
 
@@ -206,6 +207,8 @@ def test_resume_restores_every_seed(tiny, tmp_path, monkeypatch):
         assert train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False, log=False)["interrupted"]
     resumed = train(config.Config(), RunFolder(tmp_path / "run", resume=True), progress=False, log=False)
     assert resumed["valid_accuracy_per_seed"] == whole["valid_accuracy_per_seed"]
+    assert resumed["mean_valid_accuracy_per_seed"] == whole["mean_valid_accuracy_per_seed"]
+    assert resumed["best_seed"] == whole["best_seed"]
     assert resumed["steps"] == whole["steps"] and resumed["best_epoch"] == whole["best_epoch"]
     a, b = (checkpoint.read(tmp_path / name / "last.pt", keys=("states",)) for name in ("whole", "run"))
     for seed in range(2):

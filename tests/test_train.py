@@ -66,12 +66,55 @@ def test_of_equally_good_epochs_on_valid_the_latest_is_kept():
     valid = iter([[0.5, 0.6], [0.7, 0.7], [0.7, 0.65], [0.6, 0.7]])
     path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch})
     path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
-    loop = SimpleNamespace(path=path, valid="valid", train_data="train", run=None, best=train_module.Best.empty(2),
-                           say=lambda line: None, started=0.0, epochs=4, on_evaluation=None)
+    loop = SimpleNamespace(cfg=config.Config(), path=path, valid="valid", train_data="train", run=None,
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=4,
+                           on_evaluation=None)
     for loop.epoch in range(1, 5):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert loop.best.epoch == [3, 4] and loop.best.states[0] == {"epoch": 3} and loop.best.seed == 0
     assert loop.best.accuracy.tolist() == [0.7, 0.7]
+
+
+def scripted_loop(cfg, valid_accuracies, saved):
+    """A Loop whose seeds score valid_accuracies (one (S,) list per evaluation) and whose weights
+    are named by epoch and seed; every model.pt written goes to `saved`."""
+    valid = iter(valid_accuracies)
+    path = SimpleNamespace(state_dict=lambda s: {"w": torch.tensor(float(10 * loop.epoch + s))})
+    path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0] * cfg.train.restarts)
+    run = SimpleNamespace(save_model=saved.append, log=lambda record: None)
+    loop = SimpleNamespace(cfg=cfg, vocab=SimpleNamespace(to_dict=lambda: {}), path=path, valid="valid",
+                           train_data="train", run=run, step=0, saved=(), say=lambda line: None, started=0.0,
+                           epochs=len(valid_accuracies), on_evaluation=None,
+                           best=train_module.Best.empty(cfg.train.restarts, cfg.train.restart_choice == "mean"))
+    return loop
+
+
+def test_restart_choice_mean_keeps_the_steadier_restart_at_its_best_evaluation(tiny):
+    # seed 0 peaks once (0.9) and is poorer after; seed 1 is steadier (mean 0.77 against 0.67):
+    # by best, seed 0 at its peak; by mean, seed 1 at its best evaluation (the later of its two
+    # 0.8s). model.pt follows the choice: after evaluation 2 the choice moves to seed 1 though
+    # neither seed improved (its weights of evaluation 1), after 3 seed 1 ties its best
+    scores = [[0.9, 0.8], [0.5, 0.7], [0.6, 0.8]]
+    for choice, seed, epoch, writes in (("best", 0, 1, [10]), ("mean", 1, 3, [10, 11, 31])):
+        saved = []
+        loop = scripted_loop(quick(tiny, **{"train.restarts": 2, "train.restart_choice": choice}), scores, saved)
+        for loop.epoch in range(1, 4):
+            train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
+        assert (loop.best.seed, loop.best.epoch[loop.best.seed]) == (seed, epoch)
+        assert [p["state_dict"]["w"].item() for p in saved] == writes
+    assert loop.best.mean().tolist() == pytest.approx([2.0 / 3, 2.3 / 3])
+
+
+def test_restart_choice_ranks_the_ensemble_members(tiny):
+    # three seeds: by mean the order is 2, 0, 1 (means 0.6, 0.55, 0.5); the two best are members
+    cfg = quick(tiny, **{"train.restarts": 3, "train.restart_choice": "mean", "train.ensemble": True,
+                         "train.ensemble_members": 2})
+    saved = []
+    loop = scripted_loop(cfg, [[0.5, 0.9, 0.6], [0.6, 0.1, 0.6]], saved)
+    for loop.epoch in (1, 2):
+        train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
+    assert train_module.members(loop) == [2, 0]
+    assert saved[-1]["state_dict"] == {"members.0.w": torch.tensor(22.0), "members.1.w": torch.tensor(20.0)}
 
 
 def test_restarts_keep_each_seed_as_if_alone(tiny):
@@ -222,8 +265,9 @@ def test_an_ensemble_of_k_members_takes_the_k_restarts_best_on_valid(tiny, tmp_p
     # three restarts, the two best on valid averaged: members.0 the best, members.1 the next
     # (of equals the first); the model.pt on disk is the model the run evaluated
     cfg = quick(tiny, **{"train.restarts": 3, "train.ensemble": True, "train.ensemble_members": 2})
-    loop = SimpleNamespace(cfg=cfg, best=train_module.Best(np.array([0.6, 0.8, 0.6]),
-                                                           [{"w": torch.tensor(float(s))} for s in range(3)], [1, 1, 1]))
+    best = train_module.Best.empty(3)
+    best.accuracy[:], best.states = [0.6, 0.8, 0.6], [{"w": torch.tensor(float(s))} for s in range(3)]
+    loop = SimpleNamespace(cfg=cfg, best=best)
     assert train_module.model_state(loop) == {"members.0.w": torch.tensor(1.0), "members.1.w": torch.tensor(0.0)}
     result = train(cfg, RunFolder(tmp_path / "run"), progress=False)
     model, saved_cfg, vocab, _ = checkpoint.load(result["saved"])
@@ -238,15 +282,8 @@ def test_an_ensemble_is_saved_again_when_a_member_other_than_the_best_improves(t
     # seed 0 is the best from the first evaluation on; seed 1 improves at the second: the saved
     # ensemble must hold seed 1's later weights, though the best restart did not change
     cfg = quick(tiny, **{"train.restarts": 2, "train.ensemble": True})
-    valid = iter([[0.9, 0.5], [0.8, 0.6]])
-    path = SimpleNamespace(state_dict=lambda s: {"w": torch.tensor(float(10 * loop.epoch + s))})
-    path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
     saved = []
-    run = SimpleNamespace(save_model=saved.append, log=lambda record: None)
-    vocab = SimpleNamespace(to_dict=lambda: {})
-    loop = SimpleNamespace(cfg=cfg, vocab=vocab, path=path, valid="valid", train_data="train", run=run, step=0,
-                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2,
-                           on_evaluation=None)
+    loop = scripted_loop(cfg, [[0.9, 0.5], [0.8, 0.6]], saved)
     for loop.epoch in (1, 2):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert saved[-1]["state_dict"] == {"members.0.w": torch.tensor(10.0), "members.1.w": torch.tensor(21.0)}
