@@ -264,10 +264,13 @@ def epoch_order(generators: list[torch.Generator], data: Batch, share: float) ->
 
 
 def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, valid_acc: float,
-             best: float, best_seed: int, seconds: float) -> str:
+             best: float, best_seed: int, seconds: float, mean: float | None = None) -> str:
+    """One evaluation's line: the chosen seed's accuracies, its best on valid (and with
+    train.restart_choice mean and several seeds, its mean on valid, which chose it)."""
     best_text = f"{100 * best:5.1f}%" if best >= 0 else "    -"  # none yet during linear start
+    seed_text = f"seed {best_seed}" + (f", mean {100 * mean:.1f}%" if mean is not None and best >= 0 else "")
     return (f"epoch {epoch:4d}/{epochs} | lr {lr:.5f} | loss {loss:7.4f} | train {100 * train_acc:5.1f}% | "
-            f"valid {100 * valid_acc:5.1f}% | best {best_text} (seed {best_seed}) | {seconds:6.1f}s")
+            f"valid {100 * valid_acc:5.1f}% | best {best_text} ({seed_text}) | {seconds:6.1f}s")
 
 
 def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True,
@@ -371,8 +374,9 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
                                                 float(best.accuracy[seed])))
         loop.saved = kept
     seconds = time.perf_counter() - loop.started
+    mean = float(best.mean()[seed]) if best.by_mean and len(best.total) > 1 else None  # what chose the seed
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
-                      float(best.accuracy[seed]), seed, seconds))
+                      float(best.accuracy[seed]), seed, seconds, mean))
     if run is not None:
         run.log({"epoch": loop.epoch, "step": loop.step, "lr": lr, "loss": loss, "train_accuracy": train_acc.tolist(),
                  "valid_accuracy": valid_acc.tolist(), "best_valid_accuracy": float(best.accuracy[seed]),

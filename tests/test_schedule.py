@@ -176,6 +176,9 @@ def test_log_line_and_the_divergence_message(tmp_path):
     assert log_line(3, 10, 0.005, 1.23456, 0.5, 0.25, 0.0, 1, 12.34) == (
         "epoch    3/10 | lr 0.00500 | loss  1.2346 | train  50.0% | valid  25.0% | best   0.0% (seed 1) |   12.3s")
     assert "| best     - (seed 0) |" in log_line(1, 2, 0.01, 0.0, 0.0, 0.0, -1.0, 0, 0.0)  # none chosen yet
+    # train.restart_choice mean: the mean that chose the seed beside its best
+    assert "| best  90.0% (seed 2, mean 82.5%) |" in log_line(5, 9, 0.01, 0.0, 0.0, 0.0, 0.9, 2, 0.0, 0.825)
+    assert "| best     - (seed 0) |" in log_line(1, 2, 0.01, 0.0, 0.0, 0.0, -1.0, 0, 0.0, 0.0)
     loop = SimpleNamespace(epoch=3, run=None)
     with pytest.raises(MemnetError) as error:
         diverged(loop, np.array([1.0, np.nan, 2.0, np.inf]))
