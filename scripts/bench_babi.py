@@ -89,7 +89,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # question_cur at lr 0.02 for 150 epochs halved every 37 (config.yaml from 43d2f88 until d 50;
     # chosen on valid over lr 0.02 and 0.03 for 100 epochs, and 150 epochs at lr 0.01)
     "question_long": {**QUESTION, **CURRENT, **LONG},
-    # question_long at d = 50 (config.yaml since; chosen on valid over d = 40)
+    # question_long at d = 50 (config.yaml until 160f602; chosen on valid over d = 40)
     "question_wide": WIDE,
     # question_wide's model: the ensemble of its 5 restarts best on valid (train.ensemble_members;
     # d and k chosen by cross-fitting on valid, docs/results.md)
@@ -136,7 +136,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid (config.yaml)", "question_ens": "the same, ensemble of the 5 best on valid", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 
