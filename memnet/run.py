@@ -3,7 +3,8 @@
     RUN/config.yaml     the resolved config of the run
     RUN/metrics.jsonl   one JSON object per evaluation, then the final metrics (strict JSON:
                         a value that is not a finite number is written as null)
-    RUN/model.pt        the best weights on validation so far (memnet.checkpoint's format)
+    RUN/model.pt        the run's model so far: the chosen restart's best weights on validation
+                        (train.restart_choice; memnet.checkpoint's format)
     RUN/last.pt         everything --resume needs, written at every evaluation
 
 The promises: every file is written to a temporary file and renamed, so a crash or an
