@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from memnet import babi, official
+from memnet.data import Vocab, normalize_answer
 from memnet.errors import MemnetError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,33 +77,30 @@ class Probe(nn.Module):
         return by_place[:, torch.arange(P)[None, :], self.parts].sum(-1)  # (B, A) Σ_p score(p, word_p)
 
 
-def encode(samples: list[babi.Sample], stoi: dict[str, int], classes: list[str], slots: int) -> tuple[Tensor, Tensor]:
-    """(N, slots, MAX_WORDS) word ids of the question and its facts (unknown words: 1, missing
-    slots: padding), and (N,) answer classes (-1: an answer training never saw, always wrong)."""
+def encode(samples: list[babi.Sample], vocab: Vocab, slots: int) -> tuple[Tensor, Tensor]:
+    """(N, slots, MAX_WORDS) word ids of the question and its facts (missing slots: padding),
+    and (N,) answer classes (-1: an answer training never saw, always wrong)."""
     words = torch.zeros(len(samples), slots, MAX_WORDS, dtype=torch.long)
     for n, s in enumerate(samples):
         sentences = [s.question.text] + [s.facts[i].text for i in s.support_positions]
         for k, text in enumerate(sentences[:slots]):
-            for j, w in enumerate(babi.tokenize(text)[:MAX_WORDS]):
-                words[n, k, j] = stoi.get(w, 1)
-    answers = torch.tensor([classes.index(s.question.answer) if s.question.answer in classes else -1 for s in samples])
+            ids = vocab.encode(text)[:MAX_WORDS]
+            words[n, k, :len(ids)] = torch.tensor(ids)
+    answers = torch.tensor([vocab.answer_index.get(normalize_answer(s.question.answer), -1) for s in samples])
     return words, answers
 
 
 def probe(folder: Path, task: int, args: argparse.Namespace) -> dict:
     """Train the probe on one task; its accuracies (%) at the evaluation best on valid."""
     splits = {split: list(babi.samples(babi.load_split(folder, task, split))) for split in ("train", "valid", "test")}
-    train = splits["train"]
-    vocab = sorted({w for s in train for text in [s.question.text, *(f.text for f in s.facts)] for w in babi.tokenize(text)})
-    stoi = {w: i + 2 for i, w in enumerate(vocab)}  # 0 padding, 1 unknown
-    classes = sorted({s.question.answer for s in train})
-    slots = 1 + max(len(s.support_positions) for s in train)
-    data = {split: encode(samples, stoi, classes, slots) for split, samples in splits.items()}
-    parts = phrase_parts(classes)[0] if args.answer == "positions" else None
+    vocab = Vocab.build(splits["train"])  # memnet's words and answer classes
+    slots = 1 + max(len(s.support_positions) for s in splits["train"])
+    data = {split: encode(samples, vocab, slots) for split, samples in splits.items()}
+    parts = phrase_parts(vocab.answers)[0] if args.answer == "positions" else None
 
     torch.manual_seed(args.seed)
-    model = Probe(vocab_size=len(vocab) + 2, slots=slots, dim=args.dim, hidden=args.hidden, products=args.products,
-                  n_classes=len(classes), parts=parts)
+    model = Probe(vocab_size=len(vocab), slots=slots, dim=args.dim, hidden=args.hidden, products=args.products,
+                  n_classes=len(vocab.answers), parts=parts)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     order = torch.Generator().manual_seed(args.seed)
     words, answers = data["train"]
