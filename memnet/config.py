@@ -63,7 +63,9 @@ class MemN2NConfig:
     # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the
     # question and the read-outs answer_reads names (V starts at 0)
     answer_hidden: int = 0  # the answer module's hidden units (0: none)
-    answer_reads: str = "all"  # what hop k's answer module reads: all (u^1, o^1..o^k) or current (u^1, o^k)
+    # what hop k's answer module reads: all (u^1, o^1..o^k), current (u^1, o^k) or product
+    # (u^1, o^k and their elementwise product u^1 ⊙ o^k)
+    answer_reads: str = "all"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
@@ -166,7 +168,7 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
-    "model.answer_reads": ("all", "current"),
+    "model.answer_reads": ("all", "current", "product"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),

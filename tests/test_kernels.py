@@ -39,6 +39,9 @@ COMBINATIONS = [
     {"model.answer_hidden": 4, "model.tying": "layerwise", "model.stopping": True, "model.masking": "soft"},
     {"model.answer_hidden": 4, "model.answer_reads": "current", "model.answer_from": "question", "model.stopping": True,
      "model.masking": "soft", "train.attention_supervision": 0.7},
+    {"model.answer_hidden": 4, "model.answer_reads": "product", "model.answer_from": "question", "model.stopping": True,
+     "model.masking": "hard", "train.attention_supervision": 0.7},
+    {"model.answer_hidden": 3, "model.answer_reads": "product", "model.hops": 1, "model.tying": "layerwise"},
 ]
 
 

@@ -363,6 +363,26 @@ def test_the_answer_module_reading_the_current_hop_reads_only_its_read_out(data)
     assert not torch.equal(a[:, 2], b[:, 2])
 
 
+def test_the_answer_module_reading_the_product_reads_the_current_hop_and_its_agreement(data):
+    """model.answer_reads product: hop k's module reads [u^1; o^k; u^1 ⊙ o^k] (U has 3d rows):
+    only hop k's read-out moves its logits, and the product's rows answer what the sum cannot
+    (their contribution is U_3^T (u^1 ⊙ o^k), zero when the question is zero)."""
+    _, vocab, _ = data
+    model, a, b = module_logits(vocab, moved_hop=1, answer_reads="product")
+    assert model.answer_in.shape == (3 * model.dim, 8)
+    assert torch.equal(a[:, 0], b[:, 0]) and not torch.equal(a[:, 1], b[:, 1]) and torch.equal(a[:, 2], b[:, 2])
+    d = model.dim
+    question, reads = torch.randn(2, d), torch.randn(2, 3, d)
+    with torch.no_grad():
+        x = torch.cat([question[:, None].expand(2, 3, d), reads, question[:, None] * reads], -1)
+        want = torch.relu(x @ model.answer_in + model.answer_in_b) @ model.answer_out
+        assert torch.allclose(model.answer_module(question, reads), want)
+        model.answer_in[2 * d:] = 0.0  # without the product's rows: the module of `current`
+        current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
+        current.answer_in.copy_(model.answer_in[:2 * d]), current.answer_out.copy_(model.answer_out)
+        assert torch.allclose(model.answer_module(question, reads), current.answer_module(question, reads))
+
+
 def module_logits(vocab, moved_hop, **kw):
     """A model with an answer module (8 units, V drawn away from zero), and its module's logits
     (3, K, A) on random inputs, then on the same with hop `moved_hop`'s read-out moved."""

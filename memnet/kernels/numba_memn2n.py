@@ -14,8 +14,8 @@ emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
 question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
 memory every hop may attend to: score 0, and nothing to read. The answer module
-(model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, b (H,),
-V (H, A), as in the reference model.
+(model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
+with product, b (H,), V (H, A), as in the reference model.
 
 Restarts train side by side: every array has a leading seed dimension S, and each seed's
 epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
@@ -52,7 +52,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.mask_init": ANY,
     "model.answer_hidden": ANY,
-    "model.answer_reads": ("all", "current"),
+    "model.answer_reads": ("all", "current", "product"),
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,
@@ -107,7 +107,8 @@ class Training:
         self.halt_w, self.halt_b = zeros((S, self.d), np.float32), zeros((S, 1), np.float32)
         self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
         hidden, n_answers = first.answer_hidden, first.answer_bag.shape[0]  # the answer module: U, b, V (none: 0 units)
-        inputs = self.K + 1 if first.answer_reads == "all" else 2  # u^1 and every read-out, or u^1 and o^k
+        # u^1 and every read-out, u^1 and o^k, or those and u^1 ⊙ o^k
+        inputs = {"all": self.K + 1, "current": 2, "product": 3}[first.answer_reads]
         self.answer_in = zeros((S, inputs * self.d, hidden), np.float32)
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
         for s, model in enumerate(models):
@@ -118,7 +119,8 @@ class Training:
         # that its id cannot be reused by another Batch
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
-                      first.answer_from == "readout", first.answer_from == "question", first.stopping)
+                      first.answer_from == "readout", first.answer_from == "question", first.stopping,
+                      first.answer_reads == "product")
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -207,7 +209,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
     lr, halt_cost, supervision, max_norm = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -250,7 +252,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if asked:
                 _question_states(states, u, reads)
             if hidden:
-                _module(U, U_b, V, u[0], reads, pre, extra, first)
+                _module(U, U_b, V, u[0], reads, pre, extra, first, product)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
@@ -262,7 +264,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
             if hidden:
                 _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, pre, probs, pi, g_question, g_reads, g_pre,
-                                 target, first)
+                                 target, first, product)
             if stopping:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
@@ -454,12 +456,12 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
 
 
 @numba.njit(**JIT, inline="always")
-def _module(U, U_b, V, question, reads, pre, extra, first):
+def _module(U, U_b, V, question, reads, pre, extra, first, product):
     """The answer module: pre[k] = U^T x_k + b for every hop, x_k = [u^1; o^1; ...; o^k; 0 ...]
-    (U of (K+1) d rows) or [u^1; o^k] (2d rows: answer_reads current), and its logits
-    extra[r] = V^T relu(pre[r]) for r >= first."""
+    (U of (K+1) d rows), [u^1; o^k] (2d rows: answer_reads current) or [u^1; o^k; u^1 ⊙ o^k]
+    (3d rows: product), and its logits extra[r] = V^T relu(pre[r]) for r >= first."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    current = U.shape[0] == 2 * d  # answer_reads current (with one hop, both read the same)
+    current = product or U.shape[0] == 2 * d  # answer_reads current (with one hop, all reads the same)
     for hop in range(K):
         pre_hop = pre[hop]
         if hop == 0 or current:
@@ -475,6 +477,11 @@ def _module(U, U_b, V, question, reads, pre, extra, first):
             o_k, U_k = reads[hop, k], U[row + k]
             for j in range(hidden):
                 pre_hop[j] += o_k * U_k[j]
+        if product:
+            for k in range(d):  # + (u^1 ⊙ o^hop)'s rows
+                x_k, U_k = question[k] * reads[hop, k], U[2 * d + k]
+                for j in range(hidden):
+                    pre_hop[j] += x_k * U_k[j]
     extra[:] = 0.0
     for r in range(first, K):
         extra_r = extra[r]
@@ -486,11 +493,12 @@ def _module(U, U_b, V, question, reads, pre, extra, first):
 
 
 @numba.njit(**JIT, inline="always")
-def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_question, g_reads, g_pre, target, first):
+def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_question, g_reads, g_pre, target, first,
+                     product):
     """Back through the answer module from each answer's ∂logits (π_r (â_r - one-hot)): into
     its U, b, V, and the question's and read-outs' gradients (g_question, g_reads)."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    current = U.shape[0] == 2 * d
+    current = product or U.shape[0] == 2 * d
     g_question[:] = 0.0
     g_reads[:] = 0.0
     if target < 0:
@@ -513,6 +521,11 @@ def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_q
             row = d if current else (hop + 1) * d
             for k in range(d):
                 g_reads[hop, k] += _module_row(U[row + k], g_U[row + k], reads[hop, k], g_pre)
+        if product:  # u^1 ⊙ o^r's rows: ∂u^1_k = o_k ∂x_k, ∂o_k = u^1_k ∂x_k
+            for k in range(d):
+                g_x = _module_row(U[2 * d + k], g_U[2 * d + k], question[k] * reads[r, k], g_pre)
+                g_question[k] += reads[r, k] * g_x
+                g_reads[r, k] += question[k] * g_x
 
 
 @numba.njit(**JIT, inline="always")
@@ -701,7 +714,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -732,7 +745,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
                     r = hop
                     break
         if V.shape[0]:
-            _module(U, U_b, V, u[0], reads, pre, extra, r)
+            _module(U, U_b, V, u[0], reads, pre, extra, r, product)
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
             logit = extra[r, a]

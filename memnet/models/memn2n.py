@@ -37,7 +37,9 @@ The switches, each a field of memnet.config.MemN2NConfig:
   ...; o^k; 0 ...] + b), a nonlinear answer from the question and every read-out so far, for
   what a linear map of one state cannot answer (whose role a fact gives an entity, qa5). V
   starts at zero. answer_reads current: U [u^1; o^k] + b, the question and hop k's read-out
-  alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question).
+  alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question);
+  answer_reads product: U [u^1; o^k; u^1 ⊙ o^k] + b, with their elementwise product, so
+  that one unit can ask whether the read-out agrees with the question (is the box bigger?).
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
@@ -81,9 +83,9 @@ class MemN2N(nn.Module):
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
         if masking == "soft":
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
-        if answer_hidden:  # the answer module: logits += V relu(U [u^1; o^1; ...; o^k; 0 ...] + b), or U [u^1; o^k]
-            inputs = hops + 1 if answer_reads == "all" else 2
-            self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d or 2d, H) U
+        if answer_hidden:  # the answer module: logits += V relu(U x + b), x as answer_reads says
+            inputs = {"all": hops + 1, "current": 2, "product": 3}[answer_reads]
+            self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d, 2d or 3d, H) U
             self.answer_in_b = nn.Parameter(torch.zeros(answer_hidden))  # (H,) b
             self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
         answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
@@ -189,10 +191,13 @@ class MemN2N(nn.Module):
 
     def answer_module(self, question: Tensor, reads: Tensor) -> Tensor:
         """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
-        (answer_reads all) or of hop k alone (current)."""
+        (answer_reads all), of hop k alone (current), or of hop k and its product with the
+        question (product)."""
         B, K, d = reads.shape
         if self.answer_reads == "current":
             x = torch.cat([question[:, None].expand(B, K, d), reads], -1)  # (B, K, 2d)
+        elif self.answer_reads == "product":
+            x = torch.cat([question[:, None].expand(B, K, d), reads, question[:, None] * reads], -1)  # (B, K, 3d)
         else:
             seen = torch.ones(K, K, device=reads.device).tril()  # (K, K) hop k has read o^j for j <= k
             x = torch.cat([question[:, None].expand(B, K, d), (seen[None, :, :, None] * reads[:, None]).reshape(B, K, K * d)], -1)
