@@ -58,6 +58,10 @@ class MemN2NConfig:
     halt_init: float = -2.0
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
+    # a pointer in time: hop k's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
+    # weight per age difference from the memory the last hop read, differences beyond ± this span
+    # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)
+    relative_time: int = 0
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
     # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the
@@ -193,6 +197,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
+    "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),

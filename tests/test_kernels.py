@@ -165,6 +165,7 @@ def test_the_default_run_is_covered_and_every_setting_is_declared_or_the_loops()
 @pytest.mark.parametrize("overrides,outside", [
     ({"model.type": "transformer"}, "model.type=transformer"),
     ({"train.device": "cuda"}, "train.device=cuda"),
+    ({"model.relative_time": 3}, "model.relative_time=3"),
     ({"train.backend": "torch"}, None),
 ])
 def test_a_setting_outside_the_declaration_falls_back_to_the_reference(overrides, outside):

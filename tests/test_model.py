@@ -36,6 +36,8 @@ VARIANTS = [
     {"null_memory": False, "masking": "hard", "stopping": True},
     {"answer_hidden": 5},
     {"answer_hidden": 5, "answer_from": "question", "stopping": True, "masking": "soft", "tying": "layerwise"},
+    {"relative_time": 2},
+    {"relative_time": 3, "answer_from": "question", "stopping": True, "masking": "hard", "hops": 4},
 ]
 
 
@@ -381,6 +383,32 @@ def test_the_answer_module_reading_the_product_reads_the_current_hop_and_its_agr
         current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
         current.answer_in.copy_(model.answer_in[:2 * d]), current.answer_out.copy_(model.answer_out)
         assert torch.allclose(model.answer_module(question, reads), current.answer_module(question, reads))
+
+
+def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_last_hops_read(data):
+    """model.relative_time D: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k[age_i - age_j]
+    (differences clipped to ±D); hop 1 is untouched, w starts at zero, and w learns."""
+    _, vocab, batch = data
+    model = make(vocab, relative_time=2)
+    assert model.relative.shape == (2, 5) and (model.relative == 0).all()
+    with torch.no_grad():
+        model.relative.copy_(torch.randn(2, 5, generator=torch.Generator().manual_seed(3)))
+    plain = make(vocab)
+    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "relative"})
+    a, b = model(batch), plain(batch)
+    assert torch.allclose(a.attention[:, 0], b.attention[:, 0])  # hop 1: no earlier read
+    p1 = a.attention[:, 0]  # (B, M)
+    diff = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-2, 2) + 2  # (B, M, M)
+    bias = torch.einsum("bj,bij->bi", p1, model.relative[0][diff])  # (B, M) hop 2's added score
+    # with the same u^2 (hop 1 is the same), hop 2's log-odds between two real memories move by the bias
+    for q in range(batch.story.shape[0]):
+        n = int(batch.length[q])
+        log_a, log_b = a.attention[q, 1, :n].log(), b.attention[q, 1, :n].log()
+        moved = (log_a - log_a[0]) - (log_b - log_b[0])
+        assert torch.allclose(moved, bias[q, :n] - bias[q, 0], atol=1e-4)
+    assert not torch.allclose(a.attention[:, 2], b.attention[:, 2])
+    model(batch).loss.backward()
+    assert model.relative.grad[1].abs().sum() > 0
 
 
 def module_logits(vocab, moved_hop, **kw):

@@ -51,6 +51,7 @@ COVERS = {
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
     "model.mask_init": ANY,
+    "model.relative_time": (0,),
     "model.answer_hidden": ANY,
     "model.answer_reads": ("all", "current", "product"),
     "model.vocabulary_softmax": (True, False),

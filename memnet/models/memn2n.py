@@ -40,6 +40,11 @@ The switches, each a field of memnet.config.MemN2NConfig:
   alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question);
   answer_reads product: U [u^1; o^k; u^1 ⊙ o^k] + b, with their elementwise product, so
   that one unit can ask whether the read-out agrees with the question (is the box bigger?).
+- relative_time D: a pointer in time. Hop k > 1's score of memory i adds
+  Σ_j p^{k-1}_j w^k[clip(age_i - age_j, -D, D)], a learned weight per age difference from
+  what the last hop read (w starts at zero), so that a hop can ask for the memory just
+  before or after the one the last hop found ("where was the apple before the kitchen?",
+  qa3), which T(i), a weight per absolute age, cannot say.
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
@@ -65,13 +70,13 @@ class MemN2N(nn.Module):
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
-                 attention_supervision: float = 0.0):
+                 relative_time: int = 0, attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
-        self.answer_hidden, self.answer_reads = answer_hidden, answer_reads
+        self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -88,6 +93,8 @@ class MemN2N(nn.Module):
             self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d, 2d or 3d, H) U
             self.answer_in_b = nn.Parameter(torch.zeros(answer_hidden))  # (H,) b
             self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
+        if relative_time:  # row k - 2 holds w^k[D + age difference], for hops k = 2..K
+            self.relative = nn.Parameter(torch.zeros(hops - 1, 2 * relative_time + 1))  # (K-1, 2D+1)
         answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
         for a, words in enumerate(answer_words):
             for w in words:
@@ -98,7 +105,8 @@ class MemN2N(nn.Module):
 
     def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False) -> None:
         """Weights from N(0, std), T(i) from zero with `temporal_zero`; the halting unit starts
-        by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^mask_init (1 by default)."""
+        by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^mask_init (1 by default),
+        the pointer in time at zero."""
         V, d, n = self.tables.shape[1], self.dim, self.n_tables
 
         def normal(*shape: int) -> Tensor:
@@ -116,6 +124,8 @@ class MemN2N(nn.Module):
                 self.halt_b.fill_(self.halt_init)
             if self.masking == "soft":
                 self.log_penalty.fill_(self.mask_init)
+            if self.relative_time:
+                self.relative.zero_()
             if self.answer_hidden:  # V from zero: the module adds nothing to the answer at the start
                 self.answer_in.copy_(normal(*self.answer_in.shape))
                 self.answer_in_b.zero_(), self.answer_out.zero_()
@@ -164,9 +174,14 @@ class MemN2N(nn.Module):
                     for t in sorted({self.table(k, role) for k in range(self.hops) for role in "AC"})}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
         states, reads, ps, scores, allowed_per_hop = [], [], [], [], []
+        if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
+            D = self.relative_time
+            offsets = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-D, D) + D
         for k in range(self.hops):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
+            if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w^k(age_i - age_j)
+                score = score + torch.einsum("bj,bij->bi", ps[-1], self.relative[k - 1][offsets])
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             if self.masking == "soft":
                 score = score - self.log_penalty.exp() * visited
