@@ -58,7 +58,7 @@ class MemN2NConfig:
     halt_init: float = -2.0
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
-    # a pointer in time: hop k's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
+    # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
     # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)
     relative_time: int = 0
