@@ -42,6 +42,10 @@ COMBINATIONS = [
     {"model.answer_hidden": 4, "model.answer_reads": "product", "model.answer_from": "question", "model.stopping": True,
      "model.masking": "hard", "train.attention_supervision": 0.7},
     {"model.answer_hidden": 3, "model.answer_reads": "product", "model.hops": 1, "model.tying": "layerwise"},
+    {"model.relative_time": 2},
+    {"model.relative_time": 3, "model.answer_from": "question", "model.masking": "soft", "model.stopping": True,
+     "model.answer_hidden": 4, "model.answer_reads": "current", "train.attention_supervision": 0.7},
+    {"model.relative_time": 1, "model.tying": "layerwise", "model.masking": "hard", "model.hops": 4},
 ]
 
 
@@ -69,6 +73,9 @@ def setup(overrides: dict, seeds: int):
         if model.answer_hidden:  # V away from its zero start, so that every weight of the module moves
             with torch.no_grad():
                 model.answer_out.normal_(generator=torch.Generator().manual_seed(s))
+        if model.relative_time:  # w away from zero, so that the gradient reaches the earlier hop's attention
+            with torch.no_grad():
+                model.relative.normal_(generator=torch.Generator().manual_seed(s + 10))
     assert kernels.uncovered(KERNELS[0].COVERS, cfg) == []
     return cfg, batch, models
 
@@ -165,7 +172,6 @@ def test_the_default_run_is_covered_and_every_setting_is_declared_or_the_loops()
 @pytest.mark.parametrize("overrides,outside", [
     ({"model.type": "transformer"}, "model.type=transformer"),
     ({"train.device": "cuda"}, "train.device=cuda"),
-    ({"model.relative_time": 3}, "model.relative_time=3"),
     ({"train.backend": "torch"}, None),
 ])
 def test_a_setting_outside_the_declaration_falls_back_to_the_reference(overrides, outside):
