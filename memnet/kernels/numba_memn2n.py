@@ -474,22 +474,27 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
 @numba.njit(**JIT, inline="always")
 def _pointer(w, p_before, ages, i, L):
     """The pointer in time's addition to memory i's score: Σ_j p^{k-1}_j w[age_i - age_j] (w of
-    2D+1 weights, differences clipped to ±D; memory j in slot j, its age ages[j - 1])."""
-    D = (w.shape[0] - 1) // 2
+    2D+1 weights; memory j in slot j)."""
     total = np.float32(0.0)
     for j in range(1, L + 1):
-        total += p_before[j] * w[min(max(ages[i - 1] - ages[j - 1], -D), D) + D]
+        total += p_before[j] * w[_age_gap(w, ages, i, j)]
     return total
 
 
 @numba.njit(**JIT, inline="always")
 def _pointer_backward(w, g_w, p_before, g_before, ages, i, g_score, L):
     """Back through _pointer from ∂score_i: into ∂w and ∂p^{k-1} (g_before)."""
-    D = (w.shape[0] - 1) // 2
     for j in range(1, L + 1):
-        at = min(max(ages[i - 1] - ages[j - 1], -D), D) + D
+        at = _age_gap(w, ages, i, j)
         g_w[at] += g_score * p_before[j]
         g_before[j] += g_score * w[at]
+
+
+@numba.njit(**JIT, inline="always")
+def _age_gap(w, ages, i, j):
+    """w's index for slots i and j: age_i - age_j clipped to ±D, plus D (slot i's age: ages[i - 1])."""
+    D = (w.shape[0] - 1) // 2
+    return min(max(ages[i - 1] - ages[j - 1], -D), D) + D
 
 
 @numba.njit(**JIT, inline="always")
