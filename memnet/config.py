@@ -137,12 +137,13 @@ class TrainConfig:
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
-    # train.epochs, train.lr_decay_every and a memory network's model.answer_from: the paper's
-    # d = 50 and its shorter schedule
+    # train.epochs, train.lr_decay_every and a memory network's model.answer_from and
+    # model.relative_time: the paper's d = 50 and its shorter schedule, no pointer in time
     joint_dim: int = 50  # model.dim of a joint run
     joint_epochs: int = 60  # train.epochs of a joint run
     joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
     joint_answer_from: str = "state"  # model.answer_from of a joint memory network
+    joint_relative_time: int = 0  # model.relative_time of a joint memory network
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -216,6 +217,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "train.seed": (">= 0", lambda v: v >= 0),
     "train.eval_every": (">= 1", lambda v: v >= 1),
     "train.joint_dim": (">= 1", lambda v: v >= 1),
+    "train.joint_relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "train.joint_epochs": (">= 1", lambda v: v >= 1),
     "train.joint_lr_decay_every": (">= 1", lambda v: v >= 1),
     "train.threads": ("between 1 and 256", lambda v: 1 <= v <= 256),
@@ -384,4 +386,5 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
         cfg.train.lr_decay_every = cfg.train.joint_lr_decay_every
         if isinstance(cfg.model, MemN2NConfig):
             cfg.model.answer_from = cfg.train.joint_answer_from
+            cfg.model.relative_time = cfg.train.joint_relative_time
     return check(cfg)
