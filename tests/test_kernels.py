@@ -232,3 +232,13 @@ def test_a_run_says_which_path_it_trains_on_and_why(tiny, capsys):
     assert "training on the reference model (torch autograd): the numba kernel does not cover model.type=transformer" in out
     train(quick(tiny, **{"train.epochs": 1}), progress=False)
     assert "training on the numba kernel: its declaration covers every setting of this run" in capsys.readouterr().out
+
+
+def test_config_yaml_trains_on_the_kernel():
+    # every field config.yaml sets is declared (a new field missing from COVERS and LOOP would
+    # send every run to the reference model, some 20x slower), one task or many
+    from pathlib import Path
+    cfg = config.load(Path(__file__).resolve().parents[1] / "config.yaml")
+    for n_tasks in (1, 20):
+        kernel, why = kernels.choose(config.resolve(cfg, n_tasks))
+        assert kernel is numba_memn2n, why
