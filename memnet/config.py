@@ -62,6 +62,9 @@ class MemN2NConfig:
     # weight per age difference from the memory the last hop read, differences beyond ± this span
     # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)
     relative_time: int = 0
+    # the pointer's weights also read the hop's state: w^k(Δ) + r^k(Δ) · u^k, so what the last hop
+    # read (a drop or a pick-up) can choose between "just before" and "the latest" (r starts at 0)
+    relative_query: bool = False
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
     # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the

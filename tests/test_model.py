@@ -38,6 +38,7 @@ VARIANTS = [
     {"answer_hidden": 5, "answer_from": "question", "stopping": True, "masking": "soft", "tying": "layerwise"},
     {"relative_time": 2},
     {"relative_time": 3, "answer_from": "question", "stopping": True, "masking": "hard", "hops": 4},
+    {"relative_time": 2, "relative_query": True, "answer_from": "question", "masking": "soft"},
 ]
 
 
@@ -409,6 +410,37 @@ def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_las
     assert not torch.allclose(a.attention[:, 2], b.attention[:, 2])
     model(batch).loss.backward()
     assert model.relative.grad[1].abs().sum() > 0
+
+
+def test_the_pointers_weights_can_read_the_hops_state(data):
+    """model.relative_query: hop k's weight per age difference is w^k + r^k u^k. With r at zero
+    (its start) the model is the pointer of w alone; away from zero, hop 2's log-odds move by
+    Σ_j p^1_j (r^2 u^2)[age_i - age_j], and r learns."""
+    _, vocab, batch = data
+    model = make(vocab, relative_time=2, relative_query=True)
+    assert model.relative_q.shape == (2, 5, model.dim) and (model.relative_q == 0).all()
+    plain = make(vocab, relative_time=2)
+    generator = torch.Generator().manual_seed(4)
+    with torch.no_grad():
+        model.relative.copy_(torch.randn(2, 5, generator=generator))
+    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "relative_q"})
+    assert torch.equal(model(batch).attention, plain(batch).attention)  # r = 0: w alone
+    with torch.no_grad():
+        model.relative_q.copy_(torch.randn(2, 5, model.dim, generator=generator))
+    a, b = model(batch), plain(batch)
+    assert torch.allclose(a.attention[:, 0], b.attention[:, 0])  # hop 1: no earlier read
+    u2 = model.embed(batch.query, model.weights(batch.query), 0) + torch.einsum(  # u^2 = u^1 + o^1
+        "bm,bmd->bd", a.attention[:, 0], model.embed(batch.story, model.weights(batch.story), 1, batch.time))
+    diff = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-2, 2) + 2  # (B, M, M)
+    per_gap = u2 @ model.relative_q[0].T  # (B, 5): r^2 u^2, what the state adds to each gap's weight
+    bias = torch.einsum("bj,bij->bi", a.attention[:, 0], per_gap.gather(1, diff.flatten(1)).view(diff.shape))
+    for q in range(batch.story.shape[0]):
+        n = int(batch.length[q])
+        log_a, log_b = a.attention[q, 1, :n].log(), b.attention[q, 1, :n].log()
+        moved = (log_a - log_a[0]) - (log_b - log_b[0])
+        assert torch.allclose(moved, bias[q, :n] - bias[q, 0], atol=1e-4)
+    model(batch).loss.backward()
+    assert model.relative_q.grad[0].abs().sum() > 0 and model.relative_q.grad[1].abs().sum() > 0
 
 
 def module_logits(vocab, moved_hop, **kw):

@@ -44,7 +44,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   Σ_j p^{k-1}_j w^k[clip(age_i - age_j, -D, D)], a learned weight per age difference from
   what the last hop read (w starts at zero), so that a hop can ask for the memory just
   before or after the one the last hop found ("where was the apple before the kitchen?",
-  qa3), which T(i), a weight per absolute age, cannot say.
+  qa3), which T(i), a weight per absolute age, cannot say. relative_query: the weights also read
+  the hop's state, w^k + r^k u^k (r of (2D+1) x d, from zero), so that what the earlier hops read
+  chooses the direction: after "Daniel discarded the apple" the location just before it, after
+  "John picked up the apple" his latest (qa2).
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
   the halting toward the number of supporting facts.
 
@@ -70,13 +73,14 @@ class MemN2N(nn.Module):
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
-                 relative_time: int = 0, attention_supervision: float = 0.0):
+                 relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
+        self.relative_query = bool(relative_time and relative_query)
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -95,6 +99,8 @@ class MemN2N(nn.Module):
             self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
         if relative_time:  # row k - 2 holds w^k[D + age difference], for hops k = 2..K
             self.relative = nn.Parameter(torch.zeros(hops - 1, 2 * relative_time + 1))  # (K-1, 2D+1)
+        if self.relative_query:  # row k - 2 holds r^k[D + age difference]
+            self.relative_q = nn.Parameter(torch.zeros(hops - 1, 2 * relative_time + 1, dim))  # (K-1, 2D+1, d)
         answer_bag = torch.zeros(len(answer_words), vocab_size)  # (A, V) the words of each answer class
         for a, words in enumerate(answer_words):
             for w in words:
@@ -126,6 +132,8 @@ class MemN2N(nn.Module):
                 self.log_penalty.fill_(self.mask_init)
             if self.relative_time:
                 self.relative.zero_()
+            if self.relative_query:
+                self.relative_q.zero_()
             if self.answer_hidden:  # V from zero: the module adds nothing to the answer at the start
                 self.answer_in.copy_(normal(*self.answer_in.shape))
                 self.answer_in_b.zero_(), self.answer_out.zero_()
@@ -181,7 +189,11 @@ class MemN2N(nn.Module):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
             if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w^k(age_i - age_j)
-                score = score + torch.einsum("bj,bij->bi", ps[-1], self.relative[k - 1][offsets])
+                if self.relative_query:  # w^k + r^k u^k: (B, 2D+1)
+                    w = self.relative[k - 1] + u @ self.relative_q[k - 1].T
+                    score = score + torch.einsum("bj,bij->bi", ps[-1], w.gather(1, offsets.flatten(1)).view(offsets.shape))
+                else:
+                    score = score + torch.einsum("bj,bij->bi", ps[-1], self.relative[k - 1][offsets])
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             if self.masking == "soft":
                 score = score - self.log_penalty.exp() * visited
