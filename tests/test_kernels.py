@@ -46,6 +46,10 @@ COMBINATIONS = [
     {"model.relative_time": 3, "model.answer_from": "question", "model.masking": "soft", "model.stopping": True,
      "model.answer_hidden": 4, "model.answer_reads": "current", "train.attention_supervision": 0.7},
     {"model.relative_time": 1, "model.tying": "layerwise", "model.masking": "hard", "model.hops": 4},
+    {"model.relative_time": 2, "model.relative_query": True},
+    {"model.relative_time": 3, "model.relative_query": True, "model.answer_from": "question", "model.masking": "soft",
+     "model.stopping": True, "model.answer_hidden": 4, "model.answer_reads": "current", "train.attention_supervision": 0.7},
+    {"model.relative_time": 1, "model.relative_query": True, "model.tying": "layerwise", "model.hops": 4},
 ]
 
 
@@ -76,6 +80,9 @@ def setup(overrides: dict, seeds: int):
         if model.relative_time:  # w away from zero, so that the gradient reaches the earlier hop's attention
             with torch.no_grad():
                 model.relative.normal_(generator=torch.Generator().manual_seed(s + 10))
+        if model.relative_query:  # r too, so that the gradient reaches u^k through it
+            with torch.no_grad():
+                model.relative_q.normal_(generator=torch.Generator().manual_seed(s + 20))
     assert kernels.uncovered(KERNELS[0].COVERS, cfg) == []
     return cfg, batch, models
 

@@ -16,7 +16,8 @@ question (only its table 0, u^1 = B q, is used); with the null memory it is also
 memory every hop may attend to: score 0, and nothing to read. The answer module
 (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
 with product, b (H,), V (H, A), as in the reference model. The pointer in time
-(model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads.
+(model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads; with
+model.relative_query, r (K-1, 2D+1, d), hop k's weights being w^k + r^k u^k (else (K-1, 1, 1)).
 
 Restarts train side by side: every array has a leading seed dimension S, and each seed's
 epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
@@ -53,6 +54,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
+    "model.relative_query": (True, False),
     "model.answer_hidden": ANY,
     "model.answer_reads": ("all", "current", "product"),
     "model.vocabulary_softmax": (True, False),
@@ -115,6 +117,9 @@ class Training:
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
         # the pointer in time's w^k, hops 2..K (read only with model.relative_time)
         self.relative = zeros((S, max(self.K - 1, 0), 2 * first.relative_time + 1), np.float32)
+        # its r^k with model.relative_query (w^k + r^k u^k); without it, (K-1, 1, 1) of zeros that no loop reads
+        query = (2 * first.relative_time + 1, self.d) if first.relative_query else (1, 1)
+        self.relative_q = zeros((S, max(self.K - 1, 0), *query), np.float32)
         for s, model in enumerate(models):
             self.load_state_dict(s, model.state_dict())
         self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
@@ -135,7 +140,7 @@ class Training:
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
-                            ("relative", self.relative)):
+                            ("relative", self.relative), ("relative_q", self.relative_q)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
@@ -186,7 +191,7 @@ class Training:
     def _params(self, s: int) -> tuple:
         """Seed s's parameter arrays, as the compiled loops take them."""
         return (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s],
-                self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s])
+                self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s], self.relative_q[s])
 
     def _questions(self, batch: Batch) -> Questions:
         if id(batch) not in self.questions:
@@ -212,7 +217,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     log_penalty, and the answer module's U, b, V) are updated in place. Returns the summed loss.
     Per question: the forward pass (_embed, _hops), the answers and the loss, then the backward
     pass into the gradients."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
     lr, halt_cost, supervision, max_norm = hyper
@@ -221,8 +226,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
-             np.empty((n_answers, d), np.float32), np.empty_like(rel))
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel = grads
+             np.empty((n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq))
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq = grads
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
@@ -232,6 +237,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     pre, extra = np.zeros((K, hidden), np.float32), np.zeros((K, n_answers), np.float32)  # U x_k + b; its logits
     g_reads, g_question, g_pre = np.zeros((K, d), np.float32), np.zeros(d, np.float32), np.empty(hidden, np.float32)
     g_earlier = np.zeros(M1, np.float32)  # ∂loss/∂p^{k-1} through hop k's pointer in time
+    wq, g_wq = np.zeros((K, rel.shape[1]), np.float32), np.zeros((K, rel.shape[1]), np.float32)  # hop k's w^k (+ r^k u^k)
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads:
     # o^k, u^1 + o^k or u^{k+1}
     first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
@@ -248,6 +254,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_U_b[:] = 0.0
         g_V[:] = 0.0
         g_rel[:] = 0.0
+        g_relq[:] = 0.0
         _answer_rows(W, emb, answer_bag)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
@@ -255,8 +262,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             q = order[b]
             L, target = length[q], answer[q]
             _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
-            _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, ages[b], L, linear, layerwise, masking,
-                  soft, null)
+            _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[b], L, linear, layerwise,
+                  masking, soft, null)
             if asked:
                 _question_states(states, u, reads)
             if hidden:
@@ -276,8 +283,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if stopping:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
-                           g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, rel, g_rel, ages[b], penalty, L, linear,
-                           layerwise, readout, asked)
+                           g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
+                           penalty, L, linear, layerwise, readout, asked)
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
@@ -407,13 +414,14 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_stat
 
 @numba.njit(**JIT, inline="always")
 def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
-                   g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, rel, g_rel, ages, penalty, L, linear, layerwise,
+                   g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, pointer, ages, penalty, L, linear, layerwise,
                    readout, asked):
     """Back through the K hops, from ∂state_k (g_state), ∂score (g_scores), and the answer
     module's ∂o^k (g_reads) and ∂u^1 (g_question) to ∂x (g_x: each table on each slot), ∂H,
-    ∂log_penalty and the pointer in time's ∂w (g_rel)."""
+    ∂log_penalty and the pointer in time's ∂w (g_rel) and ∂r (g_relq), through hop k's w^k + r^k u^k (wq)."""
     K, d = p.shape[0], u.shape[1]
-    relative = rel.shape[1] > 1
+    rel, g_rel, relq, g_relq, wq, g_wq = pointer
+    relative, query = rel.shape[1] > 1, relq.shape[1] > 1
     g_earlier[:] = 0.0
     g_x[:L + 1] = 0.0
     g_u[:] = 0.0
@@ -444,6 +452,8 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                 weighted += p_i * g_p_i
         g_earlier[:] = 0.0  # read: now hop k's scores add to ∂p^{k-1}
         u_k = u[hop]
+        if relative and hop > 0:
+            g_wq[hop] = 0.0
         if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
             g_next[:] = g_u
             g_u[:] = 0.0
@@ -462,7 +472,15 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                     g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
                     g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
                 if relative and hop > 0:  # score_i += Σ_j p^{k-1}_j w^k[age_i - age_j]
-                    _pointer_backward(rel[hop - 1], g_rel[hop - 1], p[hop - 1], g_earlier, ages, i, g_score, L)
+                    _pointer_backward(wq[hop], g_wq[hop], p[hop - 1], g_earlier, ages, i, g_score, L)
+        if relative and hop > 0:  # w = w^k + r^k u^k: ∂w^k, ∂r^k = ∂w u^k, ∂u^k += r^k^T ∂w
+            g_w = g_wq[hop]
+            for t in range(g_w.shape[0]):
+                g_rel[hop - 1, t] += g_w[t]
+                if query:
+                    for k in range(d):
+                        g_relq[hop - 1, t, k] += g_w[t] * u_k[k]
+                        g_u[k] += relq[hop - 1, t, k] * g_w[t]
     for k in range(d):  # u^1 = B q, and the answer module's input
         g_x[0, k] += g_u[k] + g_question[k]
     if asked:  # and u^1 in each state u^1 + o^k
@@ -614,8 +632,8 @@ def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
 @numba.njit(**JIT, inline="always")
 def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     """∂W into C^K's rows, then SGD with this seed's gradient norm clipped at max_norm."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel = params
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel = grads
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq = grads
     Td, d = emb.shape[1], g_W.shape[1]
     for a in range(answer_bag.shape[0]):  # W = answer_bag C^K
         for v in range(answer_bag.shape[1]):
@@ -624,7 +642,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
                     g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                    + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
-                   + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()))
+                   + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel()))
     step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
     _descend(emb.ravel(), g_emb.ravel(), step)
     _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
@@ -637,6 +655,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     _descend(U_b, g_U_b, step)
     _descend(V.ravel(), g_V.ravel(), step)
     _descend(rel.ravel(), g_rel.ravel(), step)
+    _descend(relq.ravel(), g_relq.ravel(), step)
 
 
 @numba.njit(**JIT)
@@ -676,14 +695,15 @@ def _embed(x, emb, temporal, words, coef, n_words, ages, L, d, e):
 
 
 @numba.njit(**JIT, inline="always")
-def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, ages, L, linear, layerwise, masking, soft,
-          null):
+def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages, L, linear, layerwise, masking,
+          soft, null):
     """The K hops over memories 1..L: from u[0] = B q (tables[0, 0]), each hop's attention p[k]
     (scores[k] before the softmax), read-out reads[k] = o^k and state u[k + 1]; attends[k] the
     memories hop k could attend to, visited[k] those soft masking penalises; with the pointer in
-    time (rel of 2D+1 columns, D > 0) hop k > 1's scores add Σ_j p^{k-1}_j w^k[age_i - age_j]."""
+    time (rel of 2D+1 columns, D > 0) hop k > 1's scores add Σ_j p^{k-1}_j w[age_i - age_j], w = w^k, or
+    w^k + r^k u^k with relq (K-1, 2D+1, d), kept in wq[k] for the backward pass."""
     K, d = p.shape[0], u.shape[1]
-    relative = rel.shape[1] > 1
+    relative, query = rel.shape[1] > 1, relq.shape[1] > 1
     u[0] = tables[0, 0]  # u^1 = B q
     attends[:, 0] = False
     attends[0, 1:L + 1] = True
@@ -706,13 +726,20 @@ def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, ages, 
         p[hop] = 0.0
         top = np.float32(0.0 if null else -np.inf)
         u_k = u[hop]
+        if relative and hop > 0:
+            w = wq[hop]
+            for t in range(w.shape[0]):
+                w[t] = rel[hop - 1, t]
+                if query:
+                    for k in range(d):
+                        w[t] += relq[hop - 1, t, k] * u_k[k]
         for i in range(1, L + 1):
             if attends[hop, i]:
                 score = np.float32(0.0)
                 for k in range(d):
                     score += u_k[k] * tables[i, a_table, k]
                 if relative and hop > 0:
-                    score += _pointer(rel[hop - 1], p[hop - 1], ages, i, L)
+                    score += _pointer(wq[hop], p[hop - 1], ages, i, L)
                 if visited[hop, i]:  # soft masking lowers a chosen memory's score
                     score -= penalty
                 p[hop, i] = score
@@ -761,7 +788,7 @@ def _answer_rows(W, emb, answer_bag):
 def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
     linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
@@ -774,14 +801,15 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
     penalty = np.exp(log_penalty[0])
+    wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
     answers = np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
         _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
-        _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, ages[q], L, linear, layerwise, masking, soft,
-              null)
+        _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[q], L, linear, layerwise,
+              masking, soft, null)
         if asked:
             _question_states(states, u, reads)
         r = K - 1
