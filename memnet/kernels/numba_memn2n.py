@@ -452,7 +452,7 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                 weighted += p_i * g_p_i
         g_earlier[:] = 0.0  # read: now hop k's scores add to ∂p^{k-1}
         u_k = u[hop]
-        if relative and hop > 0:
+        if query and hop > 0:
             g_wq[hop] = 0.0
         if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
             g_next[:] = g_u
@@ -472,15 +472,16 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                     g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
                     g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
                 if relative and hop > 0:  # score_i += Σ_j p^{k-1}_j w^k[age_i - age_j]
-                    _pointer_backward(wq[hop], g_wq[hop], p[hop - 1], g_earlier, ages, i, g_score, L)
-        if relative and hop > 0:  # w = w^k + r^k u^k: ∂w^k, ∂r^k = ∂w u^k, ∂u^k += r^k^T ∂w
+                    # into ∂w^k directly, or with the state's r^k, into ∂w (summed into ∂w^k, ∂r^k and ∂u^k below)
+                    _pointer_backward(wq[hop], g_wq[hop] if query else g_rel[hop - 1], p[hop - 1], g_earlier, ages, i,
+                                      g_score, L)
+        if query and hop > 0:  # w = w^k + r^k u^k: ∂w^k = ∂w, ∂r^k = ∂w u^k, ∂u^k += r^k^T ∂w
             g_w = g_wq[hop]
             for t in range(g_w.shape[0]):
                 g_rel[hop - 1, t] += g_w[t]
-                if query:
-                    for k in range(d):
-                        g_relq[hop - 1, t, k] += g_w[t] * u_k[k]
-                        g_u[k] += relq[hop - 1, t, k] * g_w[t]
+                for k in range(d):
+                    g_relq[hop - 1, t, k] += g_w[t] * u_k[k]
+                    g_u[k] += relq[hop - 1, t, k] * g_w[t]
     for k in range(d):  # u^1 = B q, and the answer module's input
         g_x[0, k] += g_u[k] + g_question[k]
     if asked:  # and u^1 in each state u^1 + o^k
