@@ -193,10 +193,10 @@ def test_compare_loops_names_a_revision_it_cannot_read(babi_fixtures, tmp_path):
 
 
 def test_config_yaml_is_the_variant_the_docs_name():
-    # docs/results.md reports config.yaml's column as `question_rel` with 10 restarts, and its
+    # docs/results.md reports config.yaml's column as `question_rq` with 10 restarts, and its
     # joint schedule as joint_alt's
     from memnet import config
     ours = config.load(ROOT / "config.yaml")
     joint = {k: v for k, v in bench.VARIANTS["joint_alt"].items() if k.startswith("train.joint_")}
-    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_rel"], "train.restarts": 10, **joint})
+    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_rq"], "train.restarts": 10, **joint})
     assert ours == variant
