@@ -188,12 +188,11 @@ class MemN2N(nn.Module):
         for k in range(self.hops):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
-            if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w^k(age_i - age_j)
-                if self.relative_query:  # w^k + r^k u^k: (B, 2D+1)
-                    w = self.relative[k - 1] + u @ self.relative_q[k - 1].T
-                    score = score + torch.einsum("bj,bij->bi", ps[-1], w.gather(1, offsets.flatten(1)).view(offsets.shape))
-                else:
-                    score = score + torch.einsum("bj,bij->bi", ps[-1], self.relative[k - 1][offsets])
+            if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w(age_i - age_j), w = w^k (+ r^k u^k): (B, 2D+1)
+                w = self.relative[k - 1].expand(B, -1)
+                if self.relative_query:
+                    w = w + u @ self.relative_q[k - 1].T
+                score = score + torch.einsum("bj,bij->bi", ps[-1], w.gather(1, offsets.flatten(1)).view(offsets.shape))
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             if self.masking == "soft":
                 score = score - self.log_penalty.exp() * visited
