@@ -56,6 +56,13 @@ class MemN2NConfig:
     # the halting unit's starting bias b_h: each hop's halting probability starts near σ(b_h)
     # (-2: 0.12; -4: 0.018, which keeps the early hops' answers from steering training at d = 40)
     halt_init: float = -2.0
+    # how the halting unit learns. expected: the expected answer loss over its halting distribution
+    # (PonderNet in spirit); right: h_k learns whether hop k's answer is right (a cross-entropy on
+    # the states with no gradient back into them), and every hop's answer is trained, the last at
+    # weight 1 and each earlier one at early_answers, so that an early hop's answer is one worth
+    # stopping on; a small weight keeps the early answers from pulling the hops off their chain
+    halt_training: str = "expected"
+    early_answers: float = 0.05  # halt_training right: the weight of each earlier hop's answer loss
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
@@ -177,6 +184,7 @@ CHOICES = {
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
     "model.answer_reads": ("all", "current", "product"),
+    "model.halt_training": ("expected", "right"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
@@ -200,6 +208,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
+    "model.early_answers": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),

@@ -111,6 +111,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "both_q": {**QUESTION, **BOTH},
     # question_cur with both ideas as both_q: ties question_cur on valid (docs/results.md)
     "both_cur": {**QUESTION, **BOTH, **CURRENT},
+    # config.yaml (question_rq) with both ideas: soft masking from a penalty of e^-1, the halting
+    # unit from σ(-4) trained by the expected loss (never stops early on qa1-qa3, qa16), or learning
+    # whether each hop's answer is right, the earlier hops' answers trained at 0.05 (halt_training right)
+    "both_rq": {**WIDE, "model.relative_time": 5, "model.relative_query": True, "train.restart_choice": "mean",
+                "model.stopping": True, "model.masking": "soft", "model.halt_init": -4.0, "model.mask_init": -1.0},
     # config.yaml (`question`) with attention supervision, without and with the answer module
     # (64 hidden units over the question and the read-outs)
     "sup_q": {**QUESTION, "train.attention_supervision": 1.0},
@@ -147,10 +152,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
+VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05}
 VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads": "current", "train.lr": 0.02,
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 

@@ -39,6 +39,7 @@ VARIANTS = [
     {"relative_time": 2},
     {"relative_time": 3, "answer_from": "question", "stopping": True, "masking": "hard", "hops": 4},
     {"relative_time": 2, "relative_query": True, "answer_from": "question", "masking": "soft"},
+    {"stopping": True, "halt_training": "right", "answer_from": "question", "masking": "soft"},
 ]
 
 
@@ -175,6 +176,47 @@ def test_stopping_reports_hops_and_reasons(data):
         model.halt_b.fill_(-5.0)  # never says stop
     r = model(batch)
     assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
+
+
+def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothing(data):
+    """halt_training right: the loss is CE(â_K) + early_answers Σ_{k<K} CE(â_k) + Σ_{k<K}
+    BCE(h_k, [argmax â_k = answer]); the BCE moves the halting unit alone, never what the hops read."""
+    _, vocab, batch = data
+    model = make(vocab, stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3)
+    with torch.no_grad():  # h_k = σ(-1) on every hop: no question stops early
+        model.halt_w.zero_()
+        model.halt_b.fill_(-1.0)
+    seen, halt = {}, model.halt
+
+    def keep_states(states, *rest):
+        seen.setdefault("states", states.detach())
+        return halt(states, *rest)
+    model.halt = keep_states
+    r = model(batch)
+    assert r.hops_used.tolist() == [3, 3, 3]
+    ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
+                                           reduction="none")  # (B, K) CE(â_k)
+    answers = ce[:, 2].sum() + 0.3 * ce[:, :2].sum()
+    h = torch.sigmoid(seen["states"][:, :2] @ model.halt_w + model.halt_b)  # (B, 2)
+    right = r.hop_logits[:, :2].argmax(-1) == batch.answer[:, None]  # (B, 2)
+    bce = -torch.where(right, h.log(), (1 - h).log()).sum()
+    assert r.loss.item() == pytest.approx((answers + bce).item(), rel=1e-5)
+    tables, halt_w = torch.autograd.grad(r.loss - answers, [model.tables, model.halt_w], allow_unused=True)
+    assert tables is None or tables.abs().max() < 1e-5  # the halting's loss reaches no table the hops read
+    assert halt_w.abs().sum() > 0
+    # with early_answers 0 the tables learn from the last hop's answer alone, as without stopping
+    quiet = make(vocab, stopping=True, halt_training="right", early_answers=0.0, answer_from="question", hops=3)
+    plain = make(vocab, answer_from="question", hops=3)
+    g_quiet, = torch.autograd.grad(quiet(batch).loss, [quiet.tables])
+    g_plain, = torch.autograd.grad(plain(batch).loss, [plain.tables])
+    assert torch.allclose(g_quiet, g_plain, atol=1e-6)
+
+
+def test_config_checks_the_halting_training():
+    with pytest.raises(ConfigError, match="halt_training"):
+        load(None, {"model.halt_training": "sometimes"})
+    with pytest.raises(ConfigError, match="early_answers"):
+        load(None, {"model.early_answers": -1.0})
 
 
 def test_answer_from_readout_answers_from_what_each_hop_read(data):

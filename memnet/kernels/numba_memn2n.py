@@ -52,6 +52,8 @@ COVERS = {
     "model.halt_cost": ANY,
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
+    "model.halt_training": ("expected", "right"),
+    "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
     "model.relative_query": (True, False),
@@ -129,7 +131,7 @@ class Training:
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
-                      first.answer_reads == "product")
+                      first.answer_reads == "product", first.stopping and first.halt_training == "right")
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -164,7 +166,8 @@ class Training:
         m, data = self.model, self.data
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
         batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
-        hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm))
+        hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm),
+                 np.float32(m.early_answers))
 
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
@@ -219,8 +222,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
-    lr, halt_cost, supervision, max_norm = hyper
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right = flags
+    lr, halt_cost, supervision, max_norm, early = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
@@ -270,17 +273,22 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _module(U, U_b, V, u[0], reads, pre, extra, first, product)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
+            if right:  # the last hop's answer at 1, every earlier one at early_answers; h_k learns whether â_k is right
+                pi[:] = early
+                pi[K - 1] = 1.0
+                total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
-                cost[r] = ce[r] + (halt_cost * r if stopping else np.float32(0.0))
+                cost[r] = ce[r] + (halt_cost * r if stopping and not right else np.float32(0.0))
                 total += pi[r] * cost[r]
             g_scores[:] = 0.0
             if supervision > 0:
-                total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision, stopping)
+                total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision,
+                                    stopping and not right)
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
             if hidden:
                 _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, pre, probs, pi, g_question, g_reads, g_pre,
                                  target, first, product)
-            if stopping:
+            if stopping and not right:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
@@ -347,6 +355,28 @@ def _halting(halt_w, halt_b, states, h, reach, pi, stopping):
             reach[r] = go_on  # Π_{j<r} (1 - h_j)
             pi[r] = h[r] * go_on
             go_on *= np.float32(1.0) - h[r]
+
+
+@numba.njit(**JIT, inline="always")
+def _halting_right(g_halt_w, g_halt_b, states, probs, h, target):
+    """halt_training right: BCE of h_k toward [argmax â_k = answer] for k < K, into the halting
+    unit alone (the states pass no gradient back). Returns the loss."""
+    K, d = states.shape
+    loss = 0.0
+    if target < 0:
+        return loss
+    for r in range(K - 1):
+        best = 0
+        for a in range(probs.shape[1]):
+            if probs[r, a] > probs[r, best]:
+                best = a
+        y = np.float32(1.0) if best == target else np.float32(0.0)
+        loss -= np.log(max(h[r] if y > 0 else np.float32(1.0) - h[r], np.float32(1e-30)))
+        g_z = h[r] - y
+        g_halt_b[0] += g_z
+        for k in range(d):
+            g_halt_w[k] += g_z * states[r, k]
+    return loss
 
 
 @numba.njit(**JIT, inline="always")
@@ -790,7 +820,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k

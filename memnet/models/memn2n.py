@@ -25,6 +25,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   π_k = h_k Π_{j<k} (1 - h_j) (h_K = 1). Training minimises the expected answer loss
   Σ_k π_k CE(â_k) plus halt_cost · Σ_k π_k (k - 1); inference stops at the first hop whose
   h_k passes halt_threshold, or at K (PonderNet, Banino et al. 2021, in spirit).
+  halt_training right: the halting unit learns instead whether hop k's answer is right,
+  BCE(h_k, [argmax â_k = answer]) for k < K, on the states with their gradient stopped (the
+  halting steers nothing), and the loss trains every hop's answer: CE(â_K) + early_answers ·
+  Σ_{k<K} CE(â_k). Inference stops as above: at the first hop whose answer is probably right.
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
@@ -73,7 +77,8 @@ class MemN2N(nn.Module):
                  masking: str = "off", answer_from: str = "state", null_memory: bool = True, stopping: bool = False,
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
-                 relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0):
+                 relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
+                 halt_training: str = "expected", early_answers: float = 0.05):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -81,6 +86,7 @@ class MemN2N(nn.Module):
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.relative_query = bool(relative_time and relative_query)
+        self.halt_training, self.early_answers = halt_training, early_answers
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -212,7 +218,8 @@ class MemN2N(nn.Module):
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
-            loss = self.loss(batch, logits, hop_logits, halt_probs, torch.stack(scores, 1), torch.stack(allowed_per_hop, 1))
+            loss = self.loss(batch, logits, states, hop_logits, halt_probs, torch.stack(scores, 1),
+                             torch.stack(allowed_per_hop, 1))
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
 
     def answer_module(self, question: Tensor, reads: Tensor) -> Tensor:
@@ -249,20 +256,34 @@ class MemN2N(nn.Module):
         logits = hop_logits.gather(1, (hops_used - 1)[:, None, None].expand(B, 1, A))[:, 0]  # (B, A)
         return logits, attention, hops_used, halted, halt_probs
 
-    def loss(self, batch: Batch, logits: Tensor, hop_logits: Tensor, halt_probs: Tensor, scores: Tensor,
-             allowed: Tensor) -> Tensor:
+    def loss(self, batch: Batch, logits: Tensor, states: Tensor, hop_logits: Tensor, halt_probs: Tensor,
+             scores: Tensor, allowed: Tensor) -> Tensor:
         """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects."""
         B, K, A = hop_logits.shape
-        if self.stopping:  # the expected loss over the halting distribution, and a cost per extra hop
+        if self.stopping:
             ce = F.cross_entropy(hop_logits.reshape(-1, A), batch.answer[:, None].expand(B, K).reshape(-1),
                                  ignore_index=-1, reduction="none").view(B, K)  # (B, K) CE(â_k)
-            extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
-            loss = (halt_probs * (ce + self.halt_cost * extra)).sum()
+            if self.halt_training == "right":  # the last hop's answer at 1, every earlier hop's at early_answers
+                weight = torch.full((K,), self.early_answers, device=ce.device, dtype=ce.dtype)
+                weight[-1] = 1.0
+                loss = (ce * weight).sum() + self.halt_right(batch, states, hop_logits)
+            else:  # the expected loss over the halting distribution, and a cost per extra hop
+                extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
+                loss = (halt_probs * (ce + self.halt_cost * extra)).sum()
         else:
             loss = F.cross_entropy(logits, batch.answer, ignore_index=-1, reduction="sum")
         if self.attention_supervision > 0:
             loss = loss + self.attention_supervision * self.supervision(batch, halt_probs, scores, allowed)
         return loss
+
+    def halt_right(self, batch: Batch, states: Tensor, hop_logits: Tensor) -> Tensor:
+        """Σ_{k<K} BCE(h_k, [argmax â_k = answer]), h_k from the states with their gradient
+        stopped: the halting unit learns whether each hop's answer is right and steers nothing."""
+        K = states.shape[1]
+        z = states[:, :K - 1].detach() @ self.halt_w + self.halt_b  # (B, K-1)
+        right = (hop_logits[:, :K - 1].argmax(-1) == batch.answer[:, None]).float()  # (B, K-1)
+        keep = (batch.answer >= 0)[:, None].float()
+        return (F.binary_cross_entropy_with_logits(z, right, reduction="none") * keep).sum()
 
     def supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
         """Cross-entropy of hop k's scores (B, K, M) toward the k-th supporting fact (where that
@@ -273,7 +294,7 @@ class MemN2N(nn.Module):
         ce = F.cross_entropy(scores[:, :n].reshape(-1, scores.shape[-1]), target.clamp(min=0).reshape(-1),
                              reduction="none").view(target.shape)  # (B, n)
         loss = (ce * ok).sum()
-        if self.stopping:
+        if self.stopping and self.halt_training == "expected":
             want = (batch.n_support.clamp(1, self.hops) - 1)[:, None]  # (B, 1) the hop the facts need
             loss = loss - halt_probs.gather(1, want).clamp(min=1e-8).log().sum()
         return loss
