@@ -58,11 +58,12 @@ class MemN2NConfig:
     halt_init: float = -2.0
     # how the halting unit learns. expected: the expected answer loss over its halting distribution
     # (PonderNet in spirit); right: h_k learns whether hop k's answer is right (a cross-entropy on
-    # the states with no gradient back into them), and every hop's answer is trained, the last at
-    # weight 1 and each earlier one at early_answers, so that an early hop's answer is one worth
-    # stopping on; a small weight keeps the early answers from pulling the hops off their chain
+    # the states with no gradient back into them), and every hop's answer is trained: the one the
+    # rule gives (the first hop whose h_k passes halt_threshold, or the last) at weight 1, every
+    # other at early_answers, so that an early hop's answer can become one worth stopping on; a
+    # small weight keeps the early answers from pulling the hops off their chain
     halt_training: str = "expected"
-    early_answers: float = 0.05  # halt_training right: the weight of each earlier hop's answer loss
+    early_answers: float = 0.05  # halt_training right: the weight of the answer loss of each hop the rule does not answer from
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned

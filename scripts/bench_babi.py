@@ -112,8 +112,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # question_cur with both ideas as both_q: ties question_cur on valid (docs/results.md)
     "both_cur": {**QUESTION, **BOTH, **CURRENT},
     # config.yaml (question_rq) with both ideas: soft masking from a penalty of e^-1, the halting
-    # unit from σ(-4) trained by the expected loss (never stops early on qa1-qa3, qa16), or learning
-    # whether each hop's answer is right, the earlier hops' answers trained at 0.05 (halt_training right)
+    # unit from σ(-4) trained by the expected loss (never stops early on qa1-qa3, qa16), or
+    # (both_right) learning whether each hop's answer is right (halt_training right), the answer the
+    # rule gives trained at 1 and the others at 0.05, stopping where h_k passes 0.9
     "both_rq": {**WIDE, "model.relative_time": 5, "model.relative_query": True, "train.restart_choice": "mean",
                 "model.stopping": True, "model.masking": "soft", "model.halt_init": -4.0, "model.mask_init": -1.0},
     # config.yaml (`question`) with attention supervision, without and with the answer module
@@ -152,7 +153,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
-VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05}
+VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05,
+                          "model.halt_threshold": 0.9}
 VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads": "current", "train.lr": 0.02,
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",

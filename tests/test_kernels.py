@@ -50,7 +50,7 @@ COMBINATIONS = [
     {"model.relative_time": 3, "model.relative_query": True, "model.answer_from": "question", "model.masking": "soft",
      "model.stopping": True, "model.answer_hidden": 4, "model.answer_reads": "current", "train.attention_supervision": 0.7},
     {"model.relative_time": 1, "model.relative_query": True, "model.tying": "layerwise", "model.hops": 4},
-    # h_k near 0.5 (halt_init 0): the halting unit's targets and gradients on both sides
+    # h_k near 0.5 (halt_init 0): the rule answers some questions from an early hop, whose answer then trains at 1
     {"model.stopping": True, "model.halt_training": "right", "model.masking": "hard", "model.halt_init": 0.0},
     {"model.stopping": True, "model.halt_training": "right", "model.early_answers": 0.3, "model.answer_from": "question",
      "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current", "model.relative_time": 3,

@@ -179,8 +179,9 @@ def test_stopping_reports_hops_and_reasons(data):
 
 
 def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothing(data):
-    """halt_training right: the loss is CE(â_K) + early_answers Σ_{k<K} CE(â_k) + Σ_{k<K}
-    BCE(h_k, [argmax â_k = answer]); the BCE moves the halting unit alone, never what the hops read."""
+    """halt_training right: the loss is Σ_k w_k CE(â_k) + Σ_{k<K} BCE(h_k, [argmax â_k = answer]),
+    w_k 1 at the hop the rule answers from and early_answers at the others; the BCE moves the
+    halting unit alone, never what the hops read."""
     _, vocab, batch = data
     model = make(vocab, stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3)
     with torch.no_grad():  # h_k = σ(-1) on every hop: no question stops early
@@ -204,8 +205,18 @@ def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothin
     tables, halt_w = torch.autograd.grad(r.loss - answers, [model.tables, model.halt_w], allow_unused=True)
     assert tables is None or tables.abs().max() < 1e-5  # the halting's loss reaches no table the hops read
     assert halt_w.abs().sum() > 0
-    # with early_answers 0 the tables learn from the last hop's answer alone, as without stopping
-    quiet = make(vocab, stopping=True, halt_training="right", early_answers=0.0, answer_from="question", hops=3)
+    with torch.no_grad():  # now the rule answers from hop 1: its answer at weight 1, the others at 0.3
+        model.halt_b.fill_(5.0)
+    r = model(batch)
+    assert r.hops_used.tolist() == [1, 1, 1]
+    ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
+                                           reduction="none")
+    h = torch.sigmoid(seen["states"][:, :2] @ model.halt_w + model.halt_b)  # the same weights the hops ran with
+    bce = -torch.where(right, h.log(), (1 - h).log()).sum()
+    assert r.loss.item() == pytest.approx((ce[:, 0].sum() + 0.3 * ce[:, 1:].sum() + bce).item(), rel=1e-5)
+    # with early_answers 0, a rule that never stops trains the tables as the last hop's answer alone does
+    quiet = make(vocab, stopping=True, halt_training="right", early_answers=0.0, answer_from="question", hops=3,
+                 halt_init=-30.0)
     plain = make(vocab, answer_from="question", hops=3)
     g_quiet, = torch.autograd.grad(quiet(batch).loss, [quiet.tables])
     g_plain, = torch.autograd.grad(plain(batch).loss, [plain.tables])

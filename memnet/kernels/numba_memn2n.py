@@ -167,7 +167,7 @@ class Training:
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
         batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
         hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm),
-                 np.float32(m.early_answers))
+                 np.float32(m.early_answers), np.float32(m.halt_threshold))
 
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
@@ -223,7 +223,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right = flags
-    lr, halt_cost, supervision, max_norm, early = hyper
+    lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
@@ -275,7 +275,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             if right:  # the last hop's answer at 1, every earlier one at early_answers; h_k learns whether â_k is right
                 pi[:] = early
-                pi[K - 1] = 1.0
+                pi[_stop_hop(h, threshold)] = 1.0
                 total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
                 cost[r] = ce[r] + (halt_cost * r if stopping and not right else np.float32(0.0))
@@ -355,6 +355,16 @@ def _halting(halt_w, halt_b, states, h, reach, pi, stopping):
             reach[r] = go_on  # Π_{j<r} (1 - h_j)
             pi[r] = h[r] * go_on
             go_on *= np.float32(1.0) - h[r]
+
+
+@numba.njit(**JIT, inline="always")
+def _stop_hop(h, threshold):
+    """The hop (0-based) the stopping rule answers from: the first whose h_k passes the threshold, or the last."""
+    K = h.shape[0]
+    for r in range(K - 1):
+        if h[r] > threshold:
+            return r
+    return K - 1
 
 
 @numba.njit(**JIT, inline="always")

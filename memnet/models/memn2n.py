@@ -27,8 +27,9 @@ The switches, each a field of memnet.config.MemN2NConfig:
   h_k passes halt_threshold, or at K (PonderNet, Banino et al. 2021, in spirit).
   halt_training right: the halting unit learns instead whether hop k's answer is right,
   BCE(h_k, [argmax â_k = answer]) for k < K, on the states with their gradient stopped (the
-  halting steers nothing), and the loss trains every hop's answer: CE(â_K) + early_answers ·
-  Σ_{k<K} CE(â_k). Inference stops as above: at the first hop whose answer is probably right.
+  halting steers nothing), and the loss trains every hop's answer: the one the rule gives (from
+  the first hop whose h_k passes halt_threshold, or K) at weight 1, every other at early_answers.
+  Inference stops as above: at the first hop whose answer is probably right.
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
@@ -218,7 +219,7 @@ class MemN2N(nn.Module):
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
-            loss = self.loss(batch, logits, states, hop_logits, halt_probs, torch.stack(scores, 1),
+            loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
                              torch.stack(allowed_per_hop, 1))
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
 
@@ -257,15 +258,15 @@ class MemN2N(nn.Module):
         return logits, attention, hops_used, halted, halt_probs
 
     def loss(self, batch: Batch, logits: Tensor, states: Tensor, hop_logits: Tensor, halt_probs: Tensor,
-             scores: Tensor, allowed: Tensor) -> Tensor:
+             hops_used: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
         """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects."""
         B, K, A = hop_logits.shape
         if self.stopping:
             ce = F.cross_entropy(hop_logits.reshape(-1, A), batch.answer[:, None].expand(B, K).reshape(-1),
                                  ignore_index=-1, reduction="none").view(B, K)  # (B, K) CE(â_k)
-            if self.halt_training == "right":  # the last hop's answer at 1, every earlier hop's at early_answers
-                weight = torch.full((K,), self.early_answers, device=ce.device, dtype=ce.dtype)
-                weight[-1] = 1.0
+            if self.halt_training == "right":  # the answer the rule gives at 1, every other hop's at early_answers
+                given = torch.arange(K, device=ce.device) == (hops_used - 1)[:, None]  # (B, K) the hop answered from
+                weight = torch.where(given, 1.0, self.early_answers)  # (B, K)
                 loss = (ce * weight).sum() + self.halt_right(batch, states, hop_logits)
             else:  # the expected loss over the halting distribution, and a cost per extra hop
                 extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
