@@ -63,7 +63,7 @@ class MemN2NConfig:
     # other at early_answers, so that an early hop's answer can become one worth stopping on; a
     # small weight keeps the early answers from pulling the hops off their chain
     halt_training: str = "expected"
-    early_answers: float = 0.05  # halt_training right: the weight of the answer loss of each hop the rule does not answer from
+    early_answers: float = 0.05  # halt_training right: the answer loss weight of the hops not answered from
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned

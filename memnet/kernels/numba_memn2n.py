@@ -273,7 +273,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _module(U, U_b, V, u[0], reads, pre, extra, first, product)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
-            if right:  # the last hop's answer at 1, every earlier one at early_answers; h_k learns whether â_k is right
+            if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
                 pi[:] = early
                 pi[_stop_hop(h, threshold)] = 1.0
                 total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
