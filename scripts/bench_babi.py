@@ -150,11 +150,13 @@ VARIANTS: dict[str, dict[str, Any]] = {
                "model.act_epsilon": 0.01, "model.ponder_cost": 0.01,
                "model.encoding": "mask"},  # the paper's section 3.1: a learned multiplicative mask per word position
 }
+# both_rq with the halting unit learning whether each hop's answer is right (docs/results.md,
+# "Halting on right answers"): the one stopping rule that stops at the facts' count on qa1-qa3, qa16
+VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05,
+                          "model.halt_threshold": 0.9}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
-VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05,
-                          "model.halt_threshold": 0.9}
 VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads": "current", "train.lr": 0.02,
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",

@@ -206,3 +206,18 @@ def test_config_yaml_is_the_variant_the_docs_name():
     assert joint_run == config.resolve(config.load(None, {**bench.PAPER, **bench.VARIANTS["joint_rq"], "train.restarts": 10,
                                                           **tasks}), 20)
     assert joint_run.model.relative_time == 5 and joint_run.model.relative_query
+
+
+def test_the_readmes_both_ideas_run_is_both_right_and_trains_on_the_kernel():
+    # the README turns both ideas on over config.yaml with these flags; docs/results.md reports
+    # them as `both_right`, trained with the compiled kernel
+    from memnet import config, kernels
+    from memnet.kernels import numba_memn2n
+    flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
+             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0}
+    readme = config.load(ROOT / "config.yaml", flags)
+    joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
+    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_right"], "train.restarts": 10, **joint})
+    assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(readme, 1)) == []
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"--{key}=" in text for key in flags)
