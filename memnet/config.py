@@ -62,7 +62,7 @@ class MemN2NConfig:
     # rule gives (the first hop whose h_k passes halt_threshold, or the last) at weight 1, every
     # other at early_answers, so that an early hop's answer can become one worth stopping on; a
     # small weight keeps the early answers from pulling the hops off their chain
-    halt_training: str = "expected"
+    halt_training: str = "expected"  # how the halting unit learns: expected (the expected loss) or right
     early_answers: float = 0.05  # halt_training right: the answer loss weight of the hops not answered from
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
