@@ -845,6 +845,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
+    h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
     answers = np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
@@ -855,13 +856,8 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
             _question_states(states, u, reads)
         r = K - 1
         if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
-            for hop in range(K - 1):
-                z = halt_b[0]
-                for k in range(d):
-                    z += halt_w[k] * states[hop, k]
-                if np.float32(1.0) / (np.float32(1.0) + np.exp(-z)) > halt_threshold:
-                    r = hop
-                    break
+            _halting(halt_w, halt_b, states, h, reach, pi, stopping)
+            r = _stop_hop(h, halt_threshold)
         if V.shape[0]:
             _module(U, U_b, V, u[0], reads, pre, extra, r, product)
         best, answers[q] = np.float32(-np.inf), 0
