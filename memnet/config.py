@@ -78,8 +78,9 @@ class MemN2NConfig:
     # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the
     # question and the read-outs answer_reads names (V starts at 0)
     answer_hidden: int = 0  # the answer module's hidden units (0: none)
-    # what hop k's answer module reads: all (u^1, o^1..o^k), current (u^1, o^k) or product
-    # (u^1, o^k and their elementwise product u^1 ⊙ o^k)
+    # what hop k's answer module reads: all (u^1, o^1..o^k), current (u^1, o^k), product
+    # (u^1, o^k and their elementwise product u^1 ⊙ o^k) or sum (u^1, o^k and s^k = Σ_i σ(score_i + b_k) c_i,
+    # hop k's memories summed, each through a gate on its score: how many, and which, facts matched)
     answer_reads: str = "all"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
@@ -184,7 +185,7 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
-    "model.answer_reads": ("all", "current", "product"),
+    "model.answer_reads": ("all", "current", "product", "sum"),
     "model.halt_training": ("expected", "right"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),

@@ -40,6 +40,7 @@ VARIANTS = [
     {"relative_time": 3, "answer_from": "question", "stopping": True, "masking": "hard", "hops": 4},
     {"relative_time": 2, "relative_query": True, "answer_from": "question", "masking": "soft"},
     {"stopping": True, "halt_training": "right", "answer_from": "question", "masking": "soft"},
+    {"answer_hidden": 5, "answer_reads": "sum", "answer_from": "question", "masking": "hard", "relative_time": 2},
 ]
 
 
@@ -437,6 +438,58 @@ def test_the_answer_module_reading_the_product_reads_the_current_hop_and_its_agr
         current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
         current.answer_in.copy_(model.answer_in[:2 * d]), current.answer_out.copy_(model.answer_out)
         assert torch.allclose(model.answer_module(question, reads), current.answer_module(question, reads))
+
+
+def test_the_answer_module_reading_the_sum_reads_every_memory_its_gate_lets_through(data):
+    """model.answer_reads sum: hop k's module reads [u^1; o^k; s^k], s^k = Σ_i σ(score^k_i + b_k)
+    c_i over the story's memories: with every gate open s^k is the sum of hop k's c_i (so it
+    grows with the number of memories, where a softmax's mean does not); with every gate shut
+    the model answers as `current` with the same weights."""
+    _, vocab, batch = data
+    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="sum")
+    d = model.dim
+    assert model.answer_in.shape == (3 * d, 8) and model.sum_bias.shape == (3,) and (model.sum_bias == 0).all()
+    seen = []
+    read = model.answer_module
+    model.answer_module = lambda question, reads, sums: seen.append(sums) or read(question, reads, sums)
+    with torch.no_grad():
+        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+        model.sum_bias.fill_(1e4)  # every gate open
+        model(batch)
+        real = (torch.arange(batch.story.shape[1]) < batch.length[:, None]).float()  # (B, M)
+        for k in range(3):
+            c = model.embed(batch.story, model.weights(batch.story), model.table(k, "C"), batch.time)  # (B, M, d)
+            assert torch.allclose(seen[0][:, k], (real[..., None] * c).sum(1), atol=1e-5)
+        model.sum_bias.fill_(-1e4)  # every gate shut: s^k = 0
+        current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
+        current.load_state_dict({name: value[:2 * d] if name == "answer_in" else value
+                                 for name, value in model.state_dict().items() if name != "sum_bias"})
+        assert torch.allclose(model(batch).hop_logits, current(batch).hop_logits)
+
+
+def test_supervision_teaches_the_sums_gates_the_supporting_facts(data):
+    """With answer_reads sum, attention supervision also trains every hop's gates, by binary
+    cross-entropy, toward [memory i is a supporting fact]: after some steps each gate lets the
+    story's supporting facts through and holds the others back."""
+    _, vocab, batch = data
+    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="sum", supervision=1.0)
+    gates = []
+    original = model.supervision
+    model.supervision = lambda *args: gates.append(args[-1].detach()) or original(*args)
+    optimiser = torch.optim.Adam(model.parameters(), lr=0.05)
+    for _ in range(150):
+        optimiser.zero_grad()
+        model(batch).loss.backward()
+        optimiser.step()
+    model.eval()
+    gates.clear()
+    model(batch)
+    facts = torch.zeros(batch.story.shape[:2], dtype=torch.bool)  # (B, M)
+    for b, slots in enumerate(batch.support.tolist()):
+        facts[b, [s for s in slots if s >= 0]] = True
+    real = torch.arange(batch.story.shape[1]) < batch.length[:, None]
+    open_ = torch.sigmoid(gates[0]) > 0.5  # (B, K, M)
+    assert (open_ == facts[:, None]).logical_or(~real[:, None]).all()
 
 
 def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_last_hops_read(data):

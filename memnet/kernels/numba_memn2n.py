@@ -15,7 +15,8 @@ emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B,
 question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
 memory every hop may attend to: score 0, and nothing to read. The answer module
 (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
-with product, b (H,), V (H, A), as in the reference model. The pointer in time
+with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
+is sum_bias (K,) (zeros that no loop reads without it). The pointer in time
 (model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads; with
 model.relative_query, r (K-1, 2D+1, d), hop k's weights being w^k + r^k u^k (else (K-1, 1, 1)).
 
@@ -58,7 +59,7 @@ COVERS = {
     "model.relative_time": ANY,
     "model.relative_query": (True, False),
     "model.answer_hidden": ANY,
-    "model.answer_reads": ("all", "current", "product"),
+    "model.answer_reads": ("all", "current", "product", "sum"),
     "model.vocabulary_softmax": (True, False),
     "model.phrase_answers": (True, False),
     "data.memory_size": ANY,
@@ -114,9 +115,10 @@ class Training:
         self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
         hidden, n_answers = first.answer_hidden, first.answer_bag.shape[0]  # the answer module: U, b, V (none: 0 units)
         # u^1 and every read-out, u^1 and o^k, or those and u^1 ⊙ o^k
-        inputs = {"all": self.K + 1, "current": 2, "product": 3}[first.answer_reads]
+        inputs = {"all": self.K + 1, "current": 2, "product": 3, "sum": 3}[first.answer_reads]
         self.answer_in = zeros((S, inputs * self.d, hidden), np.float32)
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
+        self.sum_bias = zeros((S, self.K), np.float32)  # answer_reads sum: each hop's gate bias b_k
         # the pointer in time's w^k, hops 2..K (read only with model.relative_time)
         self.relative = zeros((S, max(self.K - 1, 0), 2 * first.relative_time + 1), np.float32)
         # its r^k with model.relative_query (w^k + r^k u^k); without it, (K-1, 1, 1) of zeros that no loop reads
@@ -131,7 +133,7 @@ class Training:
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
-                      first.answer_reads == "product", first.stopping and first.halt_training == "right")
+                      first.answer_reads == "product", first.stopping and first.halt_training == "right", first.summed)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -142,7 +144,7 @@ class Training:
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
-                            ("relative", self.relative), ("relative_q", self.relative_q)):
+                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
@@ -194,7 +196,8 @@ class Training:
     def _params(self, s: int) -> tuple:
         """Seed s's parameter arrays, as the compiled loops take them."""
         return (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s],
-                self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s], self.relative_q[s])
+                self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s], self.relative_q[s],
+                self.sum_bias[s])
 
     def _questions(self, batch: Batch) -> Questions:
         if id(batch) not in self.questions:
@@ -220,17 +223,17 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     log_penalty, and the answer module's U, b, V) are updated in place. Returns the summed loss.
     Per question: the forward pass (_embed, _hops), the answers and the loss, then the backward
     pass into the gradients."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
-             np.empty((n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq))
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq = grads
+             np.empty((n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b))
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
@@ -239,6 +242,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     hidden = V.shape[0]  # the answer module's units (0: none)
     pre, extra = np.zeros((K, hidden), np.float32), np.zeros((K, n_answers), np.float32)  # U x_k + b; its logits
     g_reads, g_question, g_pre = np.zeros((K, d), np.float32), np.zeros(d, np.float32), np.empty(hidden, np.float32)
+    # the module's third input (u^1 ⊙ o^k with product, s^k with sum), its gradient, and sum's gates σ(score + b_k)
+    third, g_third, gates = np.zeros((K, d), np.float32), np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)
     g_earlier = np.zeros(M1, np.float32)  # ∂loss/∂p^{k-1} through hop k's pointer in time
     wq, g_wq = np.zeros((K, rel.shape[1]), np.float32), np.zeros((K, rel.shape[1]), np.float32)  # hop k's w^k (+ r^k u^k)
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads:
@@ -258,6 +263,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_V[:] = 0.0
         g_rel[:] = 0.0
         g_relq[:] = 0.0
+        g_sum_b[:] = 0.0
         _answer_rows(W, emb, answer_bag)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
@@ -270,7 +276,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if asked:
                 _question_states(states, u, reads)
             if hidden:
-                _module(U, U_b, V, u[0], reads, pre, extra, first, product)
+                _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+                _module(U, U_b, V, u[0], reads, third, pre, extra, first, product or summed)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
@@ -286,13 +293,23 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                                     stopping and not right)
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
             if hidden:
-                _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, pre, probs, pi, g_question, g_reads, g_pre,
-                                 target, first, product)
+                _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, third, pre, probs, pi, g_question, g_reads,
+                                 g_third, g_pre, target, first, product or summed)
+                if product:  # x_k = u^1_k o_k: ∂u^1_k = o_k ∂x_k, ∂o_k = u^1_k ∂x_k
+                    for r in range(first, K):
+                        for k in range(d):
+                            g_question[k] += reads[r, k] * g_third[r, k]
+                            g_reads[r, k] += u[0, k] * g_third[r, k]
+                if summed:
+                    total += _gates_backward(g_scores, g_sum_b, g_third, gates, tables, attends, support[q], L,
+                                             layerwise, supervision)
             if stopping and not right:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
                            penalty, L, linear, layerwise, readout, asked)
+            if summed:  # ∂c_i += σ_i ∂s^k (after _hops_backward, which starts g_x from zero)
+                _sum_tables_backward(g_tables, g_third, gates, attends, L, layerwise)
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
@@ -557,12 +574,13 @@ def _age_gap(w, ages, i, j):
 
 
 @numba.njit(**JIT, inline="always")
-def _module(U, U_b, V, question, reads, pre, extra, first, product):
+def _module(U, U_b, V, question, reads, third, pre, extra, first, three):
     """The answer module: pre[k] = U^T x_k + b for every hop, x_k = [u^1; o^1; ...; o^k; 0 ...]
-    (U of (K+1) d rows), [u^1; o^k] (2d rows: answer_reads current) or [u^1; o^k; u^1 ⊙ o^k]
-    (3d rows: product), and its logits extra[r] = V^T relu(pre[r]) for r >= first."""
+    (U of (K+1) d rows), [u^1; o^k] (2d rows: answer_reads current) or [u^1; o^k; third_k]
+    (3d rows with `three`: u^1 ⊙ o^k with product, s^k with sum), and its logits extra[r] =
+    V^T relu(pre[r]) for r >= first."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    current = product or U.shape[0] == 2 * d  # answer_reads current (with one hop, all reads the same)
+    current = three or U.shape[0] == 2 * d  # answer_reads current (with one hop, all reads the same)
     for hop in range(K):
         pre_hop = pre[hop]
         if hop == 0 or current:
@@ -578,9 +596,9 @@ def _module(U, U_b, V, question, reads, pre, extra, first, product):
             o_k, U_k = reads[hop, k], U[row + k]
             for j in range(hidden):
                 pre_hop[j] += o_k * U_k[j]
-        if product:
-            for k in range(d):  # + (u^1 ⊙ o^hop)'s rows
-                x_k, U_k = question[k] * reads[hop, k], U[2 * d + k]
+        if three:
+            for k in range(d):  # + the third input's rows
+                x_k, U_k = third[hop, k], U[2 * d + k]
                 for j in range(hidden):
                     pre_hop[j] += x_k * U_k[j]
     extra[:] = 0.0
@@ -594,14 +612,16 @@ def _module(U, U_b, V, question, reads, pre, extra, first, product):
 
 
 @numba.njit(**JIT, inline="always")
-def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_question, g_reads, g_pre, target, first,
-                     product):
+def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, third, pre, probs, pi, g_question, g_reads, g_third,
+                     g_pre, target, first, three):
     """Back through the answer module from each answer's ∂logits (π_r (â_r - one-hot)): into
-    its U, b, V, and the question's and read-outs' gradients (g_question, g_reads)."""
+    its U, b, V, and the gradients of the question, the read-outs and the third input
+    (g_question, g_reads, g_third)."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    current = product or U.shape[0] == 2 * d
+    current = three or U.shape[0] == 2 * d
     g_question[:] = 0.0
     g_reads[:] = 0.0
+    g_third[:] = 0.0
     if target < 0:
         return
     for r in range(first, K):
@@ -622,11 +642,9 @@ def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_q
             row = d if current else (hop + 1) * d
             for k in range(d):
                 g_reads[hop, k] += _module_row(U[row + k], g_U[row + k], reads[hop, k], g_pre)
-        if product:  # u^1 ⊙ o^r's rows: ∂u^1_k = o_k ∂x_k, ∂o_k = u^1_k ∂x_k
+        if three:  # the third input's rows
             for k in range(d):
-                g_x = _module_row(U[2 * d + k], g_U[2 * d + k], question[k] * reads[r, k], g_pre)
-                g_question[k] += reads[r, k] * g_x
-                g_reads[r, k] += question[k] * g_x
+                g_third[r, k] = _module_row(U[2 * d + k], g_U[2 * d + k], third[r, k], g_pre)
 
 
 @numba.njit(**JIT, inline="always")
@@ -637,6 +655,66 @@ def _module_row(U_row, g_U_row, x, g_pre):
         g_U_row[j] += x * g_pre[j]
         g_x += U_row[j] * g_pre[j]
     return g_x
+
+
+@numba.njit(**JIT, inline="always")
+def _third_input(third, gates, tables, question, reads, scores, attends, sum_b, L, layerwise, product, summed):
+    """The answer module's third input for every hop: u^1 ⊙ o^k (product), or (summed) s^k =
+    Σ_i σ(score_i + b_k) c_i over the memories hop k may attend to, its gates kept in gates."""
+    K, d = reads.shape
+    for hop in range(K):
+        if product:
+            for k in range(d):
+                third[hop, k] = question[k] * reads[hop, k]
+        elif summed:
+            c_table = 2 if layerwise else hop + 1
+            third[hop] = 0.0
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    g_i = np.float32(1.0) / (np.float32(1.0) + np.exp(-(scores[hop, i] + sum_b[hop])))
+                    gates[hop, i] = g_i
+                    for k in range(d):
+                        third[hop, k] += g_i * tables[i, c_table, k]
+
+
+@numba.njit(**JIT, inline="always")
+def _gates_backward(g_scores, g_sum_b, g_sums, gates, tables, attends, support, L, layerwise, supervision):
+    """answer_reads sum: ∂σ_i = c_i · ∂s^k through σ into hop k's scores and b_k, and with attention
+    supervision each gate's binary cross-entropy toward [memory i is a supporting fact]. Returns
+    that loss."""
+    K, d = g_sums.shape
+    loss = 0.0
+    for hop in range(K):
+        c_table = 2 if layerwise else hop + 1
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                g_i = gates[hop, i]
+                g_z = np.float32(0.0)
+                for k in range(d):
+                    g_z += tables[i, c_table, k] * g_sums[hop, k]
+                g_z *= g_i * (np.float32(1.0) - g_i)
+                if supervision > 0:
+                    fact = np.float32(0.0)
+                    for j in range(support.shape[0]):
+                        if support[j] + 1 == i:
+                            fact = np.float32(1.0)
+                    loss -= supervision * np.log(max(g_i if fact > 0 else np.float32(1.0) - g_i, np.float32(1e-30)))
+                    g_z += supervision * (g_i - fact)
+                g_scores[hop, i] += g_z
+                g_sum_b[hop] += g_z
+    return loss
+
+
+@numba.njit(**JIT, inline="always")
+def _sum_tables_backward(g_tables, g_sums, gates, attends, L, layerwise):
+    """answer_reads sum: ∂c_i += σ_i ∂s^k for every hop."""
+    K, d = g_sums.shape
+    for hop in range(K):
+        c_table = 2 if layerwise else hop + 1
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                for k in range(d):
+                    g_tables[i, c_table, k] += gates[hop, i] * g_sums[hop, k]
 
 
 @numba.njit(**JIT, inline="always")
@@ -673,8 +751,8 @@ def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
 @numba.njit(**JIT, inline="always")
 def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     """∂W into C^K's rows, then SGD with this seed's gradient norm clipped at max_norm."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq = grads
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
     Td, d = emb.shape[1], g_W.shape[1]
     for a in range(answer_bag.shape[0]):  # W = answer_bag C^K
         for v in range(answer_bag.shape[1]):
@@ -683,7 +761,8 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
                     g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                    + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
-                   + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel()))
+                   + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel())
+                   + _squares(g_sum_b))
     step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
     _descend(emb.ravel(), g_emb.ravel(), step)
     _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
@@ -697,6 +776,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm):
     _descend(V.ravel(), g_V.ravel(), step)
     _descend(rel.ravel(), g_rel.ravel(), step)
     _descend(relq.ravel(), g_relq.ravel(), step)
+    _descend(sum_b, g_sum_b, step)
 
 
 @numba.njit(**JIT)
@@ -829,8 +909,8 @@ def _answer_rows(W, emb, answer_bag):
 def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right = flags
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -845,6 +925,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
+    third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
     answers = np.empty(N, np.int64)
     for q in range(N):
@@ -859,7 +940,8 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             r = _stop_hop(h, halt_threshold)
         if V.shape[0]:
-            _module(U, U_b, V, u[0], reads, pre, extra, r, product)
+            _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+            _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
             logit = extra[r, a]

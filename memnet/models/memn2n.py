@@ -45,6 +45,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question);
   answer_reads product: U [u^1; o^k; u^1 ⊙ o^k] + b, with their elementwise product, so
   that one unit can ask whether the read-out agrees with the question (is the box bigger?).
+  answer_reads sum: U [u^1; o^k; s^k] + b, with s^k = Σ_i σ(score^k_i + b_k) c_i, hop k's
+  memories summed, each let through by a gate on its own score (b_k from zero): a softmax
+  reads a mean, which cannot say how many facts matched; a sum can (how many objects is Mary
+  carrying? qa7; what is she carrying? qa8).
 - relative_time D: a pointer in time. Hop k > 1's score of memory i adds
   Σ_j p^{k-1}_j w^k[clip(age_i - age_j, -D, D)], a learned weight per age difference from
   what the last hop read (w starts at zero), so that a hop can ask for the memory just
@@ -54,7 +58,8 @@ The switches, each a field of memnet.config.MemN2NConfig:
   chooses the direction: after "Daniel discarded the apple" the location just before it, after
   "John picked up the apple" his latest (qa2).
 - attention_supervision: a loss pulling hop k's scores toward the k-th supporting fact, and
-  the halting toward the number of supporting facts.
+  the halting toward the number of supporting facts; with answer_reads sum, every hop's gates
+  also learn by binary cross-entropy which memories are supporting facts.
 
 This file is the model's definition: evaluation, inspection and the GPU train it as it is.
 On the CPU the trainer may use a compiled kernel that computes the same numbers faster
@@ -100,10 +105,13 @@ class MemN2N(nn.Module):
         if masking == "soft":
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
         if answer_hidden:  # the answer module: logits += V relu(U x + b), x as answer_reads says
-            inputs = {"all": hops + 1, "current": 2, "product": 3}[answer_reads]
+            inputs = {"all": hops + 1, "current": 2, "product": 3, "sum": 3}[answer_reads]
             self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d, 2d or 3d, H) U
             self.answer_in_b = nn.Parameter(torch.zeros(answer_hidden))  # (H,) b
             self.answer_out = nn.Parameter(torch.zeros(answer_hidden, len(answer_words)))  # (H, A) V
+        self.summed = bool(answer_hidden and answer_reads == "sum")
+        if self.summed:
+            self.sum_bias = nn.Parameter(torch.zeros(hops))  # (K,) b_k, the gates' bias of each hop
         if relative_time:  # row k - 2 holds w^k[D + age difference], for hops k = 2..K
             self.relative = nn.Parameter(torch.zeros(hops - 1, 2 * relative_time + 1))  # (K-1, 2D+1)
         if self.relative_query:  # row k - 2 holds r^k[D + age difference]
@@ -144,6 +152,8 @@ class MemN2N(nn.Module):
             if self.answer_hidden:  # V from zero: the module adds nothing to the answer at the start
                 self.answer_in.copy_(normal(*self.answer_in.shape))
                 self.answer_in_b.zero_(), self.answer_out.zero_()
+            if self.summed:
+                self.sum_bias.zero_()
 
     def table(self, hop: int, role: str) -> int:
         """Which table hop `hop` (0-based) reads as A (memories m_i) or C (read-outs c_i)."""
@@ -188,7 +198,7 @@ class MemN2N(nn.Module):
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
                     for t in sorted({self.table(k, role) for k in range(self.hops) for role in "AC"})}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
-        states, reads, ps, scores, allowed_per_hop = [], [], [], [], []
+        states, reads, ps, scores, allowed_per_hop, gates, sums = [], [], [], [], [], [], []
         if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
             D = self.relative_time
             offsets = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-D, D) + D
@@ -209,27 +219,33 @@ class MemN2N(nn.Module):
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
             states.append(o if self.answer_from == "readout" else question + o if self.answer_from == "question" else u_next)
+            if self.summed:  # s^k = Σ_i σ(score_i + b_k) c_i over the memories hop k may attend to
+                gates.append((score + self.sum_bias[k]).masked_fill(~allowed, -1e30))  # (B, M)
+                sums.append(torch.einsum("bm,bmd->bd", torch.sigmoid(gates[-1]), c))  # (B, d)
             reads.append(o), ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
         states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
         hop_logits = states @ W.T  # (B, K, A) â_k before the softmax
         if self.answer_hidden:
-            hop_logits = hop_logits + self.answer_module(question, torch.stack(reads, 1))
+            hop_logits = hop_logits + self.answer_module(question, torch.stack(reads, 1),
+                                                         torch.stack(sums, 1) if self.summed else None)
         attention = torch.stack(ps, 1)  # (B, K, M)
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
-                             torch.stack(allowed_per_hop, 1))
+                             torch.stack(allowed_per_hop, 1), torch.stack(gates, 1) if self.summed else None)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
 
-    def answer_module(self, question: Tensor, reads: Tensor) -> Tensor:
+    def answer_module(self, question: Tensor, reads: Tensor, sums: Tensor | None = None) -> Tensor:
         """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
-        (answer_reads all), of hop k alone (current), or of hop k and its product with the
-        question (product)."""
+        (answer_reads all), of hop k alone (current), of hop k and its product with the
+        question (product), or of hop k and its gated sum (sum: sums (B, K, d))."""
         B, K, d = reads.shape
         if self.answer_reads == "current":
             x = torch.cat([question[:, None].expand(B, K, d), reads], -1)  # (B, K, 2d)
+        elif self.answer_reads == "sum":
+            x = torch.cat([question[:, None].expand(B, K, d), reads, sums], -1)  # (B, K, 3d)
         elif self.answer_reads == "product":
             x = torch.cat([question[:, None].expand(B, K, d), reads, question[:, None] * reads], -1)  # (B, K, 3d)
         else:
@@ -258,7 +274,7 @@ class MemN2N(nn.Module):
         return logits, attention, hops_used, halted, halt_probs
 
     def loss(self, batch: Batch, logits: Tensor, states: Tensor, hop_logits: Tensor, halt_probs: Tensor,
-             hops_used: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
+             hops_used: Tensor, scores: Tensor, allowed: Tensor, gates: Tensor | None) -> Tensor:
         """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects."""
         B, K, A = hop_logits.shape
         if self.stopping:
@@ -274,7 +290,7 @@ class MemN2N(nn.Module):
         else:
             loss = F.cross_entropy(logits, batch.answer, ignore_index=-1, reduction="sum")
         if self.attention_supervision > 0:
-            loss = loss + self.attention_supervision * self.supervision(batch, halt_probs, scores, allowed)
+            loss = loss + self.attention_supervision * self.supervision(batch, halt_probs, scores, allowed, gates)
         return loss
 
     def halt_right(self, batch: Batch, states: Tensor, hop_logits: Tensor) -> Tensor:
@@ -286,9 +302,11 @@ class MemN2N(nn.Module):
         keep = (batch.answer >= 0)[:, None].float()
         return (F.binary_cross_entropy_with_logits(z, right, reduction="none") * keep).sum()
 
-    def supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor) -> Tensor:
+    def supervision(self, batch: Batch, halt_probs: Tensor, scores: Tensor, allowed: Tensor,
+                    gates: Tensor | None) -> Tensor:
         """Cross-entropy of hop k's scores (B, K, M) toward the k-th supporting fact (where that
-        hop may attend to it), and -log π at the number of supporting facts."""
+        hop may attend to it), -log π at the number of supporting facts, and with answer_reads
+        sum, every hop's gates (B, K, M) toward [memory i is a supporting fact], where it may attend."""
         n = min(self.hops, batch.support.shape[1])
         target = batch.support[:, :n]  # (B, n) memory slot of fact k; -1: none or forgotten
         ok = (target >= 0) & allowed[:, :n].gather(-1, target.clamp(min=0)[..., None])[..., 0]  # (B, n)
@@ -298,6 +316,13 @@ class MemN2N(nn.Module):
         if self.stopping and self.halt_training == "expected":
             want = (batch.n_support.clamp(1, self.hops) - 1)[:, None]  # (B, 1) the hop the facts need
             loss = loss - halt_probs.gather(1, want).clamp(min=1e-8).log().sum()
+        if gates is not None:
+            B, K, M = gates.shape
+            facts = torch.zeros(B, M + 1, device=gates.device)  # (B, M + 1) the last column takes the -1s
+            facts.scatter_(1, batch.support.masked_fill(batch.support < 0, M), 1.0)
+            bce = F.binary_cross_entropy_with_logits(gates.clamp(min=-100.0), facts[:, None, :M].expand(B, K, M),
+                                                     reduction="none")  # (B, K, M)
+            loss = loss + (bce * allowed).sum()
         return loss
 
 
