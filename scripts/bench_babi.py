@@ -154,6 +154,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 # "Halting on right answers"): the one stopping rule that stops at the facts' count on qa1-qa3, qa16
 VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05,
                           "model.halt_threshold": 0.9}
+# config.yaml with attention supervision (sup_rq), and with the answer module reading each hop's
+# memories summed through gates that supervision teaches the supporting facts (sup_sum,
+# model.answer_reads sum: counting, qa7, and lists, qa8; docs/results.md, "Counting and lists")
+VARIANTS["sup_rq"] = {**VARIANTS["question_rq"], "train.attention_supervision": 1.0}
+VARIANTS["sup_sum"] = {**VARIANTS["sup_rq"], "model.answer_reads": "sum"}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
@@ -161,6 +166,7 @@ VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads":
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
+          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 FAILED = 0.05  # a task fails above 5% test error (the bAbI convention)
 

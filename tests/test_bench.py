@@ -1,6 +1,6 @@
 """scripts/bench_babi.py end to end on a tiny setting (qa1, 2 epochs, 1 restart), and its table;
 scripts/saturation.py's untrained part; scripts/bench_speed.py's report on one epoch;
-scripts/compare_loops.py against the committed loop."""
+scripts/compare_loops.py against the committed loop; scripts/choose_on_valid.py's choice."""
 import importlib.util
 import json
 from pathlib import Path
@@ -19,7 +19,8 @@ def script(name: str):
     return module
 
 
-bench, saturation, bench_speed, compare_loops = map(script, ["bench_babi", "saturation", "bench_speed", "compare_loops"])
+bench, saturation, bench_speed, compare_loops, choose_on_valid = map(
+    script, ["bench_babi", "saturation", "bench_speed", "compare_loops", "choose_on_valid"])
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +222,21 @@ def test_the_readmes_both_ideas_run_is_both_right_and_trains_on_the_kernel():
     assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(readme, 1)) == []
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert all(f"--{key}=" in text for key in flags)
+
+
+def test_choose_on_valid_keeps_per_task_the_setting_lower_on_valid_whatever_its_test(tmp_path, capsys):
+    """Per task the record with the lower valid error (the first file's among equals), even where
+    the other has the lower test error; renamed, its source kept; tasks one file lacks are left out."""
+    def write(name, rows):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
+                                for t, v, e in rows))
+        return path
+    a = write("a.jsonl", [(1, 0.10, 0.20), (2, 0.05, 0.30), (3, 0.0, 0.0)])
+    b = write("b.jsonl", [(1, 0.20, 0.01), (2, 0.01, 0.06), (2, 0.05, 0.40)])  # task 2's latest record wins
+    out = tmp_path / "out.jsonl"
+    choose_on_valid.main(["--variant", "chosen", str(a), str(b), "--results", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task"], r["variant"], r["error"], r["chosen_from"]) for r in rows] == [(1, "chosen", 0.20, str(a)),
+                                                                                      (2, "chosen", 0.30, str(a))]
+    assert "mean test error 25.00%, failed 2, tasks 2" in capsys.readouterr().out
