@@ -114,7 +114,7 @@ class Training:
         self.halt_w, self.halt_b = zeros((S, self.d), np.float32), zeros((S, 1), np.float32)
         self.H, self.log_penalty = zeros((S, self.d, self.d), np.float32), zeros((S, 1), np.float32)
         hidden, n_answers = first.answer_hidden, first.answer_bag.shape[0]  # the answer module: U, b, V (none: 0 units)
-        # u^1 and every read-out, u^1 and o^k, or those and u^1 ⊙ o^k
+        # u^1 and every read-out, u^1 and o^k, or those and u^1 ⊙ o^k (product) or s^k (sum)
         inputs = {"all": self.K + 1, "current": 2, "product": 3, "sum": 3}[first.answer_reads]
         self.answer_in = zeros((S, inputs * self.d, hidden), np.float32)
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
