@@ -13,8 +13,9 @@ model saw and one column per hop it took:
 
 [x] is the hop's chosen memory (its argmax), ~x a memory masked because an earlier hop chose
 it (model.masking), and the gold column the supporting fact's place in the reasoning order.
-Only the Result interface is used (attention (B, K, M), hops_used, halted, hop_logits), so
-any model that honours it can be inspected.
+With model.answer_reads sum a last column, sum, shows each memory's gate at the hop answered
+from: how much of it the summed read-out counted. Only the Result interface is used (attention
+(B, K, M), hops_used, halted, hop_logits, gates), so any model that honours it can be inspected.
 """
 from __future__ import annotations
 
@@ -65,6 +66,7 @@ class Table:
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
     declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
+    summed: list[float] = field(default_factory=list)  # answer_reads sum: each memory's gate at the hop answered from
 
     @property
     def reads_nothing(self) -> bool:
@@ -147,6 +149,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             step="hop" if cfg.model.type == "memn2n" else "layer",
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
             heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
+            summed=[round(float(g), 6) for g in result.gates[r, hops - 1, :n].flip(-1)] if result.gates is not None else [],
         ))
     return tables
 
@@ -236,10 +239,12 @@ def render_text(table: Table, color: bool = False) -> str:
     id_w = max(2, *(len(str(i)) for i, _ in table.memories))
     text_w = max(8, *(len(t) for _, t in table.memories))
     header = f"{'id':>{id_w}}  {'sentence':<{text_w}}  gold" + "".join(f"  {table.step + ' ' + str(k + 1):>7}" for k in range(table.hops_used))
+    header += f"  {'sum':>7}" if table.summed else ""
     out = [(table.label + "  " if table.label else "") + f"Q: {table.question}", header]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold = table.gold(row)
         cells = "".join("  " + paint(f"{text:>7}", kind) for text, kind in (_cell(table, k, row) for k in range(table.hops_used)))
+        cells += f"  {f' {table.summed[row]:.2f} ':>7}" if table.summed else ""
         out.append(f"{line_id:>{id_w}}  {sentence:<{text_w}}  " + paint(f"{gold if gold else '':>4}", "gold") + cells)
     if table.reads_nothing:
         out.append(f"{'':>{id_w}}  {'(nothing)':<{text_w}}      " + "".join(f"  {f' {w:.2f} ':>7}" for w in table.nothing))
@@ -255,7 +260,9 @@ def render_text(table: Table, color: bool = False) -> str:
             out.append(f"{line_id:>{id_w}}  " + "".join(f"  {head[row]:6.2f}" for layer in table.heads for head in layer))
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order"
-               + ("; (nothing): the null memory, which reads nothing" if table.reads_nothing else ""))
+               + ("; (nothing): the null memory, which reads nothing" if table.reads_nothing else "")
+               + (f"; sum: how much of each memory the summed read-out of {table.step} {table.hops_used} counted"
+                  if table.summed else ""))
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
@@ -267,8 +274,8 @@ def render_markdown(table: Table) -> str:
     out = [f"cannot answer: {safe.markdown(table.declined)}; its best guess:", ""] if table.declined else []
     out += [f"**{safe.markdown(table.question)}** gold: {safe.markdown(gold)} · predicted: **{safe.markdown(table.prediction)}** "
             f"({table.probability:.2f}){verdict} · {table.hops_used} of {table.max_hops} {table.step}s ({table.stop_reason})", "",
-            "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + " |",
-            "| --- |" + " ---: |" * table.hops_used]
+            "| sentence | " + " | ".join(f"{table.step} {k + 1}" for k in range(table.hops_used)) + (" | sum" if table.summed else "") + " |",
+            "| --- |" + " ---: |" * (table.hops_used + bool(table.summed))]
     for row, (line_id, sentence) in enumerate(table.memories):
         gold_mark = f" *(gold {table.gold(row)})*" if table.gold(row) else ""
         cells = []
@@ -276,9 +283,10 @@ def render_markdown(table: Table) -> str:
             value = f"{table.attention[k][row]:.2f}"
             kind = _cell(table, k, row)[1]
             cells.append(f"**{value}**" if kind == "chosen" else f"~~{value}~~" if kind == "masked" else value)
+        cells += [f"{table.summed[row]:.2f}"] if table.summed else []
         out.append(f"| {line_id} {safe.markdown(sentence)}{gold_mark} | " + " | ".join(cells) + " |")
     if table.reads_nothing:
-        out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + " |")
+        out.append("| *(nothing: the null memory)* | " + " | ".join(f"{w:.2f}" for w in table.nothing) + (" | " if table.summed else "") + " |")
     if table.heads:
         names = [f"L{k + 1} H{h + 1}" for k, layer in enumerate(table.heads) for h in range(len(layer))]
         out += ["", "| sentence | " + " | ".join(names) + " |", "| --- |" + " ---: |" * len(names)]
@@ -309,6 +317,7 @@ def to_dict(table: Table) -> dict:
         "attention": table.attention,
         "nothing": table.nothing,
         **({"heads": table.heads} if table.heads else {}),
+        **({"summed": table.summed} if table.summed else {}),
         "chosen": [ids[row] for row in table.chosen],
         "masked": [[ids[row] for row in hop] for hop in table.masked],
         "support": [ids[row] for row in table.support],

@@ -235,7 +235,8 @@ class MemN2N(nn.Module):
         if bool((batch.answer >= 0).any()):
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
                              torch.stack(allowed_per_hop, 1), torch.stack(gates, 1) if self.summed else None)
-        return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss)
+        return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
+                      torch.sigmoid(torch.stack(gates, 1)) if self.summed else None)
 
     def answer_module(self, question: Tensor, reads: Tensor, sums: Tensor | None = None) -> Tensor:
         """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
