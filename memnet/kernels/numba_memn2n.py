@@ -276,7 +276,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if asked:
                 _question_states(states, u, reads)
             if hidden:
-                _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+                if product or summed:
+                    _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
                 _module(U, U_b, V, u[0], reads, third, pre, extra, first, product or summed)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
@@ -940,7 +941,8 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             r = _stop_hop(h, halt_threshold)
         if V.shape[0]:
-            _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+            if product or summed:
+                _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
             _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)

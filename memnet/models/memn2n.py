@@ -230,13 +230,14 @@ class MemN2N(nn.Module):
             hop_logits = hop_logits + self.answer_module(question, torch.stack(reads, 1),
                                                          torch.stack(sums, 1) if self.summed else None)
         attention = torch.stack(ps, 1)  # (B, K, M)
+        gates = torch.stack(gates, 1) if self.summed else None  # (B, K, M) the sums' gate logits
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
-                             torch.stack(allowed_per_hop, 1), torch.stack(gates, 1) if self.summed else None)
+                             torch.stack(allowed_per_hop, 1), gates)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
-                      torch.sigmoid(torch.stack(gates, 1)) if self.summed else None)
+                      torch.sigmoid(gates) if gates is not None else None)
 
     def answer_module(self, question: Tensor, reads: Tensor, sums: Tensor | None = None) -> Tensor:
         """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
