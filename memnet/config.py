@@ -79,8 +79,8 @@ class MemN2NConfig:
     # question and the read-outs answer_reads names (V starts at 0)
     answer_hidden: int = 0  # the answer module's hidden units (0: none)
     # what hop k's answer module reads: all (u^1, o^1..o^k), current (u^1, o^k), product
-    # (u^1, o^k and their elementwise product u^1 ⊙ o^k) or sum (u^1, o^k and s^k = Σ_i σ(score_i + b_k) c_i,
-    # hop k's memories summed, each through a gate on its score: how many, and which, facts matched)
+    # (u^1, o^k and their elementwise product u^1 ⊙ o^k) or sum (u^1, o^k and s^k = Σ_i σ(score_i + b_k) relu(C^k x_i),
+    # hop k's sentences, without their ages, summed, each through a gate on its score: how many, and which, facts matched)
     answer_reads: str = "all"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of

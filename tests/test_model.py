@@ -442,9 +442,10 @@ def test_the_answer_module_reading_the_product_reads_the_current_hop_and_its_agr
 
 def test_the_answer_module_reading_the_sum_reads_every_memory_its_gate_lets_through(data):
     """model.answer_reads sum: hop k's module reads [u^1; o^k; s^k], s^k = Σ_i σ(score^k_i + b_k)
-    c_i over the story's memories: with every gate open s^k is the sum of hop k's c_i (so it
-    grows with the number of memories, where a softmax's mean does not); with every gate shut
-    the model answers as `current` with the same weights."""
+    relu(C^k x_i) over the story's memories: with every gate open s^k is the sum of hop k's
+    sentences through C^k, each without its age and through a ReLU (so it grows with the number
+    of memories, where a softmax's mean does not); with every gate shut the model answers as
+    `current` with the same weights."""
     _, vocab, batch = data
     model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="sum")
     d = model.dim
@@ -457,9 +458,12 @@ def test_the_answer_module_reading_the_sum_reads_every_memory_its_gate_lets_thro
         model.sum_bias.fill_(1e4)  # every gate open
         model(batch)
         real = (torch.arange(batch.story.shape[1]) < batch.length[:, None]).float()  # (B, M)
+        model.temporal.normal_(generator=torch.Generator().manual_seed(2))  # ages that would move c_i
+        model(batch)
         for k in range(3):
-            c = model.embed(batch.story, model.weights(batch.story), model.table(k, "C"), batch.time)  # (B, M, d)
-            assert torch.allclose(seen[0][:, k], (real[..., None] * c).sum(1), atol=1e-5)
+            words = model.embed(batch.story, model.weights(batch.story), model.table(k, "C"))  # (B, M, d) no T(i)
+            assert (words < 0).any()
+            assert torch.allclose(seen[-1][:, k], (real[..., None] * words.clamp(min=0)).sum(1), atol=1e-5)
         model.sum_bias.fill_(-1e4)  # every gate shut: s^k = 0
         current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
         current.load_state_dict({name: value[:2 * d] if name == "answer_in" else value

@@ -16,7 +16,8 @@ question (only its table 0, u^1 = B q, is used); with the null memory it is also
 memory every hop may attend to: score 0, and nothing to read. The answer module
 (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
 with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
-is sum_bias (K,) (zeros that no loop reads without it). The pointer in time
+is sum_bias (K,) (zeros that no loop reads without it), and what it sums, relu(C^k x_i) without
+T(i), is computed from the sentence's words apart from x. The pointer in time
 (model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads; with
 model.relative_query, r (K-1, 2D+1, d), hop k's weights being w^k + r^k u^k (else (K-1, 1, 1)).
 
@@ -244,6 +245,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     g_reads, g_question, g_pre = np.zeros((K, d), np.float32), np.zeros(d, np.float32), np.empty(hidden, np.float32)
     # the module's third input (u^1 ⊙ o^k with product, s^k with sum), its gradient, and sum's gates σ(score + b_k)
     third, g_third, gates = np.zeros((K, d), np.float32), np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)
+    summands = np.zeros((K if summed else 0, M1, d), np.float32)  # sum's relu(C^k x_i), each sentence's words alone
     g_earlier = np.zeros(M1, np.float32)  # ∂loss/∂p^{k-1} through hop k's pointer in time
     wq, g_wq = np.zeros((K, rel.shape[1]), np.float32), np.zeros((K, rel.shape[1]), np.float32)  # hop k's w^k (+ r^k u^k)
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads:
@@ -277,7 +279,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _question_states(states, u, reads)
             if hidden:
                 if product or summed:
-                    _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+                    _third_input(third, gates, summands, emb, words[q], coef[q], n_words[q], e, u[0], reads, scores,
+                                 attends, sum_b, L, layerwise, product, summed)
                 _module(U, U_b, V, u[0], reads, third, pre, extra, first, product or summed)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
@@ -302,16 +305,16 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                             g_question[k] += reads[r, k] * g_third[r, k]
                             g_reads[r, k] += u[0, k] * g_third[r, k]
                 if summed:
-                    total += _gates_backward(g_scores, g_sum_b, g_third, gates, tables, attends, support[q], L,
-                                             layerwise, supervision)
+                    total += _gates_backward(g_scores, g_sum_b, g_third, gates, summands, attends, support[q], L,
+                                             supervision)
             if stopping and not right:
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
                            penalty, L, linear, layerwise, readout, asked)
-            if summed:  # ∂c_i += σ_i ∂s^k (after _hops_backward, which starts g_x from zero)
-                _sum_tables_backward(g_tables, g_third, gates, attends, L, layerwise)
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
+            if summed:  # into C^k's word rows, not T(i)
+                _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
     return total
 
@@ -659,40 +662,49 @@ def _module_row(U_row, g_U_row, x, g_pre):
 
 
 @numba.njit(**JIT, inline="always")
-def _third_input(third, gates, tables, question, reads, scores, attends, sum_b, L, layerwise, product, summed):
+def _third_input(third, gates, summands, emb, words, coef, n_words, e, question, reads, scores, attends, sum_b,
+                 L, layerwise, product, summed):
     """The answer module's third input for every hop: u^1 ⊙ o^k (product), or (summed) s^k =
-    Σ_i σ(score_i + b_k) c_i over the memories hop k may attend to, its gates kept in gates."""
+    Σ_i σ(score_i + b_k) relu(C^k x_i) over the memories hop k may attend to, its gates kept in
+    gates and its summands (each sentence's words through C^k, without T(i)) in summands."""
     K, d = reads.shape
     for hop in range(K):
         if product:
             for k in range(d):
                 third[hop, k] = question[k] * reads[hop, k]
         elif summed:
-            c_table = 2 if layerwise else hop + 1
+            column = (2 if layerwise else hop + 1) * d  # C^k's first column of emb
             third[hop] = 0.0
             for i in range(1, L + 1):
                 if attends[hop, i]:
                     g_i = np.float32(1.0) / (np.float32(1.0) + np.exp(-(scores[hop, i] + sum_b[hop])))
                     gates[hop, i] = g_i
+                    v = summands[hop, i]
+                    v[:] = 0.0
+                    for j in range(n_words[i]):
+                        a_j, c_j = coef[i, j, 0], coef[i, j, 1]
+                        row = emb[words[i, j]]
+                        for k in range(d):
+                            v[k] += (a_j + e[column + k] * c_j) * row[column + k]
                     for k in range(d):
-                        third[hop, k] += g_i * tables[i, c_table, k]
+                        v[k] = max(v[k], np.float32(0.0))
+                        third[hop, k] += g_i * v[k]
 
 
 @numba.njit(**JIT, inline="always")
-def _gates_backward(g_scores, g_sum_b, g_sums, gates, tables, attends, support, L, layerwise, supervision):
-    """answer_reads sum: ∂σ_i = c_i · ∂s^k through σ into hop k's scores and b_k, and with attention
+def _gates_backward(g_scores, g_sum_b, g_sums, gates, summands, attends, support, L, supervision):
+    """answer_reads sum: ∂σ_i = relu(C^k x_i) · ∂s^k through σ into hop k's scores and b_k, and with attention
     supervision each gate's binary cross-entropy toward [memory i is a supporting fact]. Returns
     that loss."""
     K, d = g_sums.shape
     loss = 0.0
     for hop in range(K):
-        c_table = 2 if layerwise else hop + 1
         for i in range(1, L + 1):
             if attends[hop, i]:
                 g_i = gates[hop, i]
                 g_z = np.float32(0.0)
                 for k in range(d):
-                    g_z += tables[i, c_table, k] * g_sums[hop, k]
+                    g_z += summands[hop, i, k] * g_sums[hop, k]
                 g_z *= g_i * (np.float32(1.0) - g_i)
                 if supervision > 0:
                     fact = np.float32(0.0)
@@ -707,15 +719,20 @@ def _gates_backward(g_scores, g_sum_b, g_sums, gates, tables, attends, support, 
 
 
 @numba.njit(**JIT, inline="always")
-def _sum_tables_backward(g_tables, g_sums, gates, attends, L, layerwise):
-    """answer_reads sum: ∂c_i += σ_i ∂s^k for every hop."""
+def _summands_backward(g_emb, g_sums, gates, summands, attends, words, coef, n_words, e, L, layerwise):
+    """answer_reads sum: σ_i ∂s^k through the ReLU into the rows of C^k of sentence i's words,
+    for every hop (T(i) is not in the sum)."""
     K, d = g_sums.shape
     for hop in range(K):
-        c_table = 2 if layerwise else hop + 1
+        column = (2 if layerwise else hop + 1) * d
         for i in range(1, L + 1):
             if attends[hop, i]:
-                for k in range(d):
-                    g_tables[i, c_table, k] += gates[hop, i] * g_sums[hop, k]
+                for j in range(n_words[i]):
+                    a_j, c_j = coef[i, j, 0], coef[i, j, 1]
+                    g_row = g_emb[words[i, j]]
+                    for k in range(d):
+                        if summands[hop, i, k] > 0:
+                            g_row[column + k] += (a_j + e[column + k] * c_j) * gates[hop, i] * g_sums[hop, k]
 
 
 @numba.njit(**JIT, inline="always")
@@ -927,6 +944,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
+    summands = np.zeros((K if summed else 0, M1, d), np.float32)  # and what it adds up
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
     answers = np.empty(N, np.int64)
     for q in range(N):
@@ -942,7 +960,8 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
             r = _stop_hop(h, halt_threshold)
         if V.shape[0]:
             if product or summed:
-                _third_input(third, gates, tables, u[0], reads, scores, attends, sum_b, L, layerwise, product, summed)
+                _third_input(third, gates, summands, emb, words[q], coef[q], n_words[q], e, u[0], reads, scores,
+                             attends, sum_b, L, layerwise, product, summed)
             _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)

@@ -45,10 +45,12 @@ The switches, each a field of memnet.config.MemN2NConfig:
   alone (no earlier hop's read-out reaches hop k's answer, as with answer_from question);
   answer_reads product: U [u^1; o^k; u^1 ⊙ o^k] + b, with their elementwise product, so
   that one unit can ask whether the read-out agrees with the question (is the box bigger?).
-  answer_reads sum: U [u^1; o^k; s^k] + b, with s^k = Σ_i σ(score^k_i + b_k) c_i, hop k's
-  memories summed, each let through by a gate on its own score (b_k from zero): a softmax
-  reads a mean, which cannot say how many facts matched; a sum can (how many objects is Mary
-  carrying? qa7; what is she carrying? qa8).
+  answer_reads sum: U [u^1; o^k; s^k] + b, with s^k = Σ_i σ(score^k_i + b_k) relu(Σ_j l_j · C^k x_ij),
+  hop k's memories summed, each let through by a gate on its own score (b_k from zero): a
+  softmax reads a mean, which cannot say how many facts matched; a sum can (how many objects is
+  Mary carrying? qa7; what is she carrying? qa8). Each summand is the sentence's words alone,
+  without T(i) (a count should not depend on when the facts were told), through a ReLU (so
+  that facts add up instead of cancelling).
 - relative_time D: a pointer in time. Hop k > 1's score of memory i adds
   Σ_j p^{k-1}_j w^k[clip(age_i - age_j, -D, D)], a learned weight per age difference from
   what the last hop read (w starts at zero), so that a hop can ask for the memory just
@@ -197,6 +199,8 @@ class MemN2N(nn.Module):
         # each table applied to every memory once (adjacent tying: C^k is A^{k+1})
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
                     for t in sorted({self.table(k, role) for k in range(self.hops) for role in "AC"})}
+        if self.summed:  # what the sums add up: relu(Σ_j l_j C^k x_ij), each sentence's words without its age
+            summands = {t: torch.relu(self.embed(batch.story, l, t)) for t in {self.table(k, "C") for k in range(self.hops)}}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
         states, reads, ps, scores, allowed_per_hop, gates, sums = [], [], [], [], [], [], []
         if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
@@ -219,9 +223,9 @@ class MemN2N(nn.Module):
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
             states.append(o if self.answer_from == "readout" else question + o if self.answer_from == "question" else u_next)
-            if self.summed:  # s^k = Σ_i σ(score_i + b_k) c_i over the memories hop k may attend to
+            if self.summed:  # s^k = Σ_i σ(score_i + b_k) relu(C^k x_i) over the memories hop k may attend to
                 gates.append((score + self.sum_bias[k]).masked_fill(~allowed, -1e30))  # (B, M)
-                sums.append(torch.einsum("bm,bmd->bd", torch.sigmoid(gates[-1]), c))  # (B, d)
+                sums.append(torch.einsum("bm,bmd->bd", torch.sigmoid(gates[-1]), summands[self.table(k, "C")]))  # (B, d)
             reads.append(o), ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
         states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
