@@ -14,6 +14,14 @@ from memnet.data import Batch, task_name
 from memnet.models import Result
 
 
+FAILED = 0.05  # a bAbI task fails above 5% test error
+
+
+def is_failed(error: float) -> bool:
+    """Above 5%: 50 wrong of 1,000 is 5.0%, not failed, though float32 stores it as 0.05000001."""
+    return error > FAILED + 1e-6
+
+
 @torch.no_grad()
 def predict(model: torch.nn.Module, batch: Batch, chunk: int | None = None) -> Result:
     """The model's result on a whole batch, in eval mode, in chunks of `chunk` questions

@@ -14,6 +14,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from memnet.evaluation import is_failed
+
 
 def records(path: Path) -> dict[int, dict[str, Any]]:
     """{task: the file's latest record of it}."""
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
             out.write(json.dumps(r) + "\n")
             print(f"qa{r['task']:<3} valid {100 * r['valid_error']:5.1f}  test {100 * r['error']:5.1f}  from {r['chosen_from']}")
     errors = [r["error"] for r in chosen]
-    print(f"mean test error {100 * sum(errors) / len(errors):.2f}%, failed {sum(e > 0.05 for e in errors)}, tasks {len(errors)}")
+    print(f"mean test error {100 * sum(errors) / len(errors):.2f}%, failed {sum(map(is_failed, errors))}, tasks {len(errors)}")
 
 
 if __name__ == "__main__":

@@ -240,3 +240,15 @@ def test_choose_on_valid_keeps_per_task_the_setting_lower_on_valid_whatever_its_
     assert [(r["task"], r["variant"], r["error"], r["chosen_from"]) for r in rows] == [(1, "chosen", 0.20, str(a)),
                                                                                       (2, "chosen", 0.30, str(a))]
     assert "mean test error 25.00%, failed 2, tasks 2" in capsys.readouterr().out
+
+
+def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
+    """50 wrong of 1,000 is 5.0% test error, not above 5%, though float32 stores it as 0.05000001;
+    51 wrong has failed. The bench's table and the choice count alike."""
+    five, over = float(np.float32(50 / 1000)), float(np.float32(51 / 1000))
+    assert five > 0.05 and not bench.is_failed(five) and bench.is_failed(over)
+    path = tmp_path / "a.jsonl"
+    path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": 0.0, "error": e}) + "\n"
+                            for t, e in [(1, five), (2, over)]))
+    choose_on_valid.main(["--variant", "chosen", str(path), "--results", str(tmp_path / "out.jsonl")])
+    assert "failed 1, tasks 2" in capsys.readouterr().out
