@@ -456,14 +456,13 @@ def test_the_answer_module_reading_the_sum_reads_every_memory_its_gate_lets_thro
     with torch.no_grad():
         model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
         model.sum_bias.fill_(1e4)  # every gate open
-        model(batch)
-        real = (torch.arange(batch.story.shape[1]) < batch.length[:, None]).float()  # (B, M)
         model.temporal.normal_(generator=torch.Generator().manual_seed(2))  # ages that would move c_i
         model(batch)
+        real = (torch.arange(batch.story.shape[1]) < batch.length[:, None]).float()  # (B, M)
         for k in range(3):
             words = model.embed(batch.story, model.weights(batch.story), model.table(k, "C"))  # (B, M, d) no T(i)
             assert (words < 0).any()
-            assert torch.allclose(seen[-1][:, k], (real[..., None] * words.clamp(min=0)).sum(1), atol=1e-5)
+            assert torch.allclose(seen[0][:, k], (real[..., None] * words.clamp(min=0)).sum(1), atol=1e-5)
         model.sum_bias.fill_(-1e4)  # every gate shut: s^k = 0
         current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
         current.load_state_dict({name: value[:2 * d] if name == "answer_in" else value
