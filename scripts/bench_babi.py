@@ -38,7 +38,7 @@ import numpy as np
 
 from memnet import babi, config, generator, official
 from memnet.config import resolve
-from memnet.evaluation import is_failed
+from memnet.evaluation import is_failed, read_results
 from memnet.train import train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,17 +318,6 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
 
 
 # ---------------------------------------------------------------------------- the table
-
-
-def read_results(path: str | Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """{(variant, task): latest record}."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    if Path(path).is_file():
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                latest[r["variant"], r["task"]] = r
-    return latest
 
 
 def settings(r: dict[str, Any]) -> str:

@@ -14,17 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from memnet.evaluation import is_failed
+from memnet.evaluation import is_failed, read_results
 
 
 def records(path: Path) -> dict[int, dict[str, Any]]:
-    """{task: the file's latest record of it}."""
-    out: dict[int, dict[str, Any]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            r = json.loads(line)
-            out[r["task"]] = r
-    return out
+    """{task: the file's latest record of it} (a file holds one setting's run)."""
+    return {task: r for (_, task), r in read_results(path).items()}
 
 
 def choose(runs: dict[str, dict[int, dict[str, Any]]], variant: str) -> list[dict[str, Any]]:
@@ -45,6 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variant", required=True, help="the chosen column's name")
     parser.add_argument("--results", type=Path, required=True, help="the JSONL file the chosen records are appended to")
     args = parser.parse_args(argv)
+    for f in args.files:
+        if not f.is_file():
+            parser.error(f"{f}: no such file")
     chosen = choose({str(f): records(f) for f in args.files}, args.variant)
     with args.results.open("a", encoding="utf-8") as out:
         for r in chosen:
