@@ -5,7 +5,7 @@ config.yaml holds the experiment; the command line tweaks it with dotted overrid
 line, in the dataclasses and in checkpoints.
 
 The `model` section belongs to one model type: `model.type` chooses its dataclass
-(MemN2NConfig or TransformerConfig), and a key of another type's section is an error naming
+(MemN2NConfig, TransformerConfig or PairsConfig), and a key of another type's section is an error naming
 it. Every field is checked here, before any model or kernel sees it: unknown keys, wrong types,
 choices (CHOICES) and ranges (RANGES), each with a message that names the key and what it allows.
 """
@@ -118,8 +118,25 @@ class TransformerConfig:
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
 
 
-ModelConfig = Union[MemN2NConfig, TransformerConfig]
-MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": TransformerConfig, "universal": TransformerConfig}
+@dataclass
+class PairsConfig:
+    """The pair reader (memnet/models/pairs.py): attention over ordered pairs of memories."""
+
+    type: str = "pairs"
+    dim: int = 32  # embedding size d
+    hidden: int = 128  # hidden units in each of the two layers of the pair's score and of its answer
+    max_words: int = 20  # word positions the learned masks cover (bAbI's longest sentence has 11)
+    temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0)
+    # an answer phrase scores the sum of its words' scores at their places ('n,e': n first + e
+    # second), else one score per phrase
+    places: bool = True  # an answer phrase scores the sum of its words at their places
+    dropout: float = 0.1  # dropout on the answer's first hidden layer, in training
+    init_std: float = 1.0  # standard deviation of the embeddings' starting normal
+
+
+ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig]
+MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": TransformerConfig, "universal": TransformerConfig,
+                                "pairs": PairsConfig}
 
 
 @dataclass
@@ -215,6 +232,8 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),
+    "model.hidden": (">= 1", lambda v: v >= 1),
+    "model.dropout": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "train.epochs": (">= 1", lambda v: v >= 1),

@@ -62,7 +62,7 @@ class Table:
     unknown: list[str] = field(default_factory=list)  # words the model never saw, ignored
     forgotten: int = 0  # facts older than the memory size, not seen by the model
     label: str = ""  # where the question comes from, e.g. "test #12"
-    step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer
+    step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer, a pair's fact
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
     declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
@@ -146,7 +146,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             unknown=cleaned[r][1],
             forgotten=len(sample.facts) - n,
             label=labels[r] if labels is not None else "",
-            step="hop" if cfg.model.type == "memn2n" else "layer",
+            step={"memn2n": "hop", "pairs": "fact"}.get(cfg.model.type, "layer"),
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
             heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
             summed=[round(float(g), 6) for g in result.gates[r, hops - 1, :n].flip(-1)] if result.gates is not None else [],

@@ -18,7 +18,7 @@ import torch
 
 from memnet import solver
 from memnet.babi import Sample, Task
-from memnet.config import Config, MemN2NConfig
+from memnet.config import Config, MemN2NConfig, PairsConfig
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import evaluate
 from memnet.files import atomic_write
@@ -122,6 +122,8 @@ def describe(cfg: Config) -> tuple[int, str]:
     if isinstance(mc, MemN2NConfig):
         return mc.hops, (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, "
                          f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}")
+    if isinstance(mc, PairsConfig):  # a pair's two facts for hops
+        return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {'by places' if mc.places else 'per phrase'}"
     # the transformer readers: layers (universal: steps) for hops, and their halting rule
     halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
     return mc.layers, f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"

@@ -200,9 +200,9 @@ def load_data(cfg: Config, vocab: Vocab | None = None) -> tuple[dict[str, Batch 
         raise ConfigError("data.dir: no data folder given (--data DIR)")
     splits = read_splits(cfg.data.dir, tasks, cfg.data.valid_fraction)
     if vocab is None:
-        phrases = getattr(cfg.model, "phrase_answers", False)
+        phrases = getattr(cfg.model, "phrase_answers", False)  # each model type's own answer switches
         vocab = Vocab.build((s for ss in splits["train"].values() for s in ss),
-                            every_word=cfg.model.vocabulary_softmax, phrases=phrases)
+                            every_word=getattr(cfg.model, "vocabulary_softmax", False), phrases=phrases)
     data = {name: encode_tasks(s, vocab, cfg.data.memory_size) for name, s in splits.items()}
     if data["train"] is None or data["valid"] is None:
         raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")

@@ -54,6 +54,8 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
                "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False,
                "train.ensemble_members": 0, "train.restart_choice": "best"}
+# the pair reader's: the run's choices that memnet/config.py's defaults could change
+PAIRS = {"train.ensemble": False, "train.ensemble_members": 0, "train.restart_choice": "best"}
 # the answer from the question and what the hop read at d = 40 (the `question` variant), the
 # answer module, and the two ideas as the best setting with both found them: the parts the
 # question family of variants below is made of
@@ -160,6 +162,14 @@ VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right",
 # model.answer_reads sum: counting, qa7, and lists, qa8; docs/results.md, "Counting and lists")
 VARIANTS["sup_rq"] = {**VARIANTS["question_rq"], "train.attention_supervision": 1.0}
 VARIANTS["sup_sum"] = {**VARIANTS["sup_rq"], "model.answer_reads": "sum"}
+# the pair reader (memnet/models/pairs.py) with attention supervision on the pair of supporting
+# facts: its settings in full, so a changed default cannot change the row; lr for the summed
+# loss, the gradient norm unclipped in effect (40 slows it several-fold), no random noise
+VARIANTS["sup_pairs"] = {"model.type": "pairs", "model.dim": 32, "model.hidden": 128, "model.max_words": 20,
+                         "model.temporal": True, "model.places": True, "model.dropout": 0.1, "model.init_std": 1.0,
+                         "train.attention_supervision": 1.0, "train.lr": 0.0016, "train.epochs": 300,
+                         "train.lr_decay_every": 75, "train.max_grad_norm": 1e5, "train.random_noise": 0.0,
+                         "train.linear_start_epochs": 0}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
@@ -167,7 +177,7 @@ VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads":
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
-          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out",
+          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out", "sup_pairs": "pair reader +sup",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
 # trained per task, and jointly on all 20 (published means 13.9 and 12.4, 11 failed each)
@@ -275,10 +285,14 @@ def generated_folder(root: Path, task: int, official: Path) -> Path:
     return folder
 
 
+def recipe(variant: str) -> dict[str, Any]:
+    """The settings under a variant's own: its model type's recipe."""
+    return {"memn2n": PAPER, "pairs": PAIRS}.get(VARIANTS[variant].get("model.type", "memn2n"), TRANSFORMER)
+
+
 def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:
     """Train `variant` (one model per task, or one joint model) and return one record per task."""
-    recipe = PAPER if VARIANTS[variant].get("model.type", "memn2n") == "memn2n" else TRANSFORMER
-    base = {**recipe, **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
+    base = {**recipe(variant), **VARIANTS[variant], "train.restarts": args.restarts, **dict(args.set)}
     if args.epochs:
         base["train.joint_epochs" if is_joint(variant) else "train.epochs"] = args.epochs
     if is_joint(variant):

@@ -57,9 +57,10 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     except ConfigError:  # a broken file is reported when a run loads it; the help still shows
         path, start = None, config.Config()
     origin = f"in {path.name}" if path is not None else "built in"
-    sections = [("data", config.DataConfig), ("model", config.MemN2NConfig), ("model", config.TransformerConfig),
-                ("train", config.TrainConfig)]
-    shared = {f.name for f in dataclasses.fields(config.MemN2NConfig)} & {f.name for f in dataclasses.fields(config.TransformerConfig)}
+    models = [config.MemN2NConfig, config.TransformerConfig, config.PairsConfig]
+    sections = [("data", config.DataConfig), *(("model", cls) for cls in models), ("train", config.TrainConfig)]
+    owners = {f.name: [cls.__name__.removesuffix("Config").lower() for cls in models if f.name in {g.name for g in dataclasses.fields(cls)}]
+              for cls in models for f in dataclasses.fields(cls)}  # which model types have each model field
     group = parser.add_argument_group(f"config overrides (applied after --config; defaults as {origin})")
     seen = set()
     for section, cls in sections:
@@ -72,7 +73,7 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
             seen.add(key)
             current = getattr(getattr(start, section), f.name, None)
             default = current if current is not None else getattr(cls(), f.name)
-            only = "" if section != "model" or f.name in shared else f" [{cls.__name__.removesuffix('Config').lower()} only]"
+            only = "" if section != "model" or len(owners[f.name]) == len(models) else f" [{' and '.join(owners[f.name])} only]"
             group.add_argument(f"--{key}", dest=f"override:{key}", default=argparse.SUPPRESS,
                                metavar=type(default).__name__.upper(),
                                help=f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default!r})")

@@ -3,21 +3,22 @@
 Every model takes a memnet.data.Batch of B questions (fields (B, ...), see memnet.data) and
 returns a Result; the loss is there when the batch holds answers. Models are built with
 keyword-only constructors from their own config section (memnet.config.MemN2NConfig,
-TransformerConfig) and hold one seed: restarts are several models (see memnet.train).
+TransformerConfig, PairsConfig) and hold one seed: restarts are several models (see memnet.train).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from memnet.config import Config, MemN2NConfig, TransformerConfig
+from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig
 from memnet.data import Vocab
 from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
+from memnet.models.pairs import PairReader
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Result", "Transformer", "build_model", "ensemble_size", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "PairReader", "Result", "Transformer", "build_model", "ensemble_size", "init_weights", "n_parameters"]
 
 
 def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:
@@ -42,6 +43,10 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                            stopping=m.stopping, halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, act=m.act,
                            act_epsilon=m.act_epsilon, ponder_cost=m.ponder_cost,
                            attention_supervision=cfg.train.attention_supervision)
+    if isinstance(m, PairsConfig):
+        return PairReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
+                          hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, places=m.places,
+                          dropout=m.dropout, attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 

@@ -75,6 +75,18 @@ def attention(q: Tensor, k: Tensor, v: Tensor, allowed: Tensor, scale: bool = Tr
     return torch.matmul(weights, v), weights, scores
 
 
+def masked_words(emb: Tensor, words: Tensor, mask: Tensor) -> Tensor:
+    """Word ids (..., J) -> sentence vectors (..., d): Σ_j f_j ⊙ E x_j, with the embedding E
+    (V, d) and the learned mask f (max_words, d); padding (id 0) adds nothing."""
+    real = words != 0  # (..., J)
+    W = mask.shape[0]
+    if bool(real[..., W:].any()):
+        raise MemnetError(f"model.encoding mask: a sentence has more than model.max_words = {W} words; "
+                          "train with a larger model.max_words")
+    n = min(words.shape[-1], W)
+    return (mask[:n] * emb[words[..., :n]] * real[..., :n, None]).sum(-2)
+
+
 def layer_norm(x: Tensor, gain: Tensor, bias: Tensor) -> Tensor:
     """LayerNorm over the last dimension with a learned gain and bias (d,)."""
     return F.layer_norm(x, x.shape[-1:], gain, bias)
@@ -152,17 +164,12 @@ class Transformer(nn.Module):
         """Word ids (..., J) -> sentence vectors (..., d). pe: Σ_j l_j · E x_j, with the position
         encoding l_kj = (1 - j/J) - (k/d)(1 - 2j/J) over each sentence's own length J; mask:
         Σ_j f_j ⊙ E x_j with the learned mask (max_words, d) given."""
+        if self.encoding == "mask":
+            return masked_words(self.emb, words, mask)
         real = words != 0  # (..., J)
         x = self.emb[words]  # (..., J, d)
         if self.encoding == "bow":
             return (x * real[..., None]).sum(-2)
-        if self.encoding == "mask":
-            W = mask.shape[0]
-            if bool(real[..., W:].any()):
-                raise MemnetError(f"model.encoding mask: a sentence has more than model.max_words = {W} words; "
-                                  "train with a larger model.max_words")
-            n = min(words.shape[-1], W)
-            return (mask[:n] * x[..., :n, :] * real[..., :n, None]).sum(-2)  # Σ_j f_j ⊙ E x_j
         J = real.sum(-1, keepdim=True).clamp(min=1)[..., None]  # (..., 1, 1)
         j = torch.arange(1, words.shape[-1] + 1, device=words.device)[:, None]  # (J, 1)
         k = torch.arange(1, self.dim + 1, device=words.device) / self.dim  # (d,)

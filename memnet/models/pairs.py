@@ -1,0 +1,144 @@
+"""The pair reader: attention over ordered pairs of memories, for answers that join two facts.
+
+A memory network's hop reads one memory, chosen from what the earlier hops read. On qa19
+("How do you go from the kitchen to the garden?") the start is named by two to four facts
+on most questions, and which of them leads on only the goal's fact tells: hop 1 cannot
+choose (docs/results.md, "The answer with the facts given"). The pair reader chooses both
+facts at once, scoring every ordered pair (i, j) of memories:
+
+    m_i = Σ_w f_w ⊙ E x_iw + T(i)        u = Σ_w g_w ⊙ E q_w        (a learned mask per word position)
+    φ_ij = [u; m_i; m_j; u ⊙ m_i; u ⊙ m_j; m_i ⊙ m_j]
+    p_ij = softmax_ij( s(φ_ij) )                          s: an MLP to one score; i = j allowed (one fact)
+    p(a) = Σ_ij p_ij softmax(â(φ_ij))(a)                  â: an MLP to the answer scores
+
+The product m_i ⊙ m_j is what lets the score see that two sentences name the same place. With
+`places`, â scores each word at each place of an answer phrase and a phrase scores the sum of
+its words' ('n,e' = n first + e second), as the probe that answers qa19 from its two facts does
+(scripts/probe_answers.py); else one score per phrase.
+
+The Result's two "hops" are the pair's two places: hop 1's attention over memory i is Σ_j p_ij,
+hop 2's is Σ_i p_ij, so hop accuracy and attention tables read as a memory network's.
+Attention supervision trains p toward the pair of the first two supporting facts (a fact
+with itself where there is one). The cost is quadratic in the memories: M² pairs per question.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from memnet.data import Batch
+from memnet.models.result import Result
+from memnet.models.transformer import masked_words
+
+NONE = "<none>"  # the word of a place a shorter phrase does not reach
+
+
+def phrase_places(answers: list[str]) -> Tensor:
+    """(A, P) each answer phrase's word at each place, as indices into sorted words then NONE:
+    'n,e' -> [n, e]; 'n' -> [n, NONE] when the longest phrase has two places."""
+    split = [a.split(",") for a in answers]
+    words = sorted({w for parts in split for w in parts}) + [NONE]
+    P = max((len(parts) for parts in split), default=1)
+    index = {w: i for i, w in enumerate(words)}
+    return torch.tensor([[index[p] for p in parts] + [index[NONE]] * (P - len(parts)) for parts in split],
+                        dtype=torch.long).view(len(answers), P)
+
+
+class PairReader(nn.Module):
+    has_linear_start = False  # no softmax-free phase: the trainer skips linear start
+
+    def __init__(self, *, vocab_size: int, answers: list[str], memory_size: int, dim: int = 32, hidden: int = 128,
+                 max_words: int = 20, temporal: bool = True, places: bool = True, dropout: float = 0.1,
+                 attention_supervision: float = 0.0):
+        super().__init__()
+        self.dim, self.memory_size, self.temporal, self.dropout = dim, memory_size, temporal, dropout
+        self.attention_supervision = attention_supervision
+        self.linear = False  # the trainer's linear-start switch; this model has none
+        d, h = dim, hidden
+        if places:
+            self.register_buffer("places", phrase_places(answers), persistent=False)  # (A, P)
+            n_out = self.places.shape[1] * (int(self.places.max()) + 1)
+        else:
+            self.places = None
+            n_out = len(answers)
+
+        def p(*shape: int) -> nn.Parameter:
+            return nn.Parameter(torch.zeros(*shape))  # values come from reset_parameters
+
+        self.emb = p(vocab_size, d)  # E
+        self.story_mask, self.query_mask = p(max_words, d), p(max_words, d)  # f_w, g_w
+        self.time = p(memory_size, d)  # T(i): a memory's age
+        self.s1, self.s1_b, self.s2, self.s2_b, self.s3 = p(6 * d, h), p(h), p(h, h), p(h), p(h)  # the pair's score
+        self.a1, self.a1_b, self.a2, self.a2_b, self.a3, self.a3_b = p(6 * d, h), p(h), p(h, h), p(h), p(h, n_out), p(n_out)
+        self.reset_parameters(torch.Generator().manual_seed(0))
+
+    def reset_parameters(self, generator: torch.Generator, std: float = 0.1) -> None:
+        """Embeddings from N(0, std), T(i) from 0, the word masks from 1 (bag of words), weight
+        matrices N(0, 1/fan_in), biases 0."""
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name == "emb":
+                    p.copy_(torch.randn(p.shape, generator=generator) * std)
+                elif name.endswith("_mask"):
+                    p.fill_(1.0)
+                elif name in ("s1", "s2", "s3", "a1", "a2", "a3"):
+                    p.copy_(torch.randn(p.shape, generator=generator) / math.sqrt(p.shape[0]))
+                else:
+                    p.zero_()
+
+    def pairs(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """The pairs' features φ (B, M, M, 6d), their probabilities p (B, M, M) (0 where i or j
+        is padding) and which pairs are real (B, M, M)."""
+        B, M, _ = batch.story.shape
+        m = masked_words(self.emb, batch.story, self.story_mask)  # (B, M, d)
+        if self.temporal:
+            m = m + self.time[batch.time.clamp(max=self.memory_size - 1)]
+        u = masked_words(self.emb, batch.query, self.query_mask)  # (B, d)
+        mi, mj = m[:, :, None].expand(B, M, M, -1), m[:, None, :].expand(B, M, M, -1)
+        uu = u[:, None, None].expand(B, M, M, -1)
+        phi = torch.cat([uu, mi, mj, uu * mi, uu * mj, mi * mj], -1)  # (B, M, M, 6d)
+        score = F.relu(F.relu(phi @ self.s1 + self.s1_b) @ self.s2 + self.s2_b) @ self.s3  # (B, M, M)
+        real = torch.arange(M, device=m.device) < batch.length[:, None]  # (B, M)
+        real = real[:, :, None] & real[:, None, :]
+        p = score.masked_fill(~real, -1e30).flatten(1).softmax(-1).view(B, M, M) * real
+        return phi, p, real
+
+    def answers(self, phi: Tensor) -> Tensor:
+        """Each pair's answer scores (..., A) from its features (..., 6d)."""
+        x = F.relu(phi @ self.a1 + self.a1_b)
+        x = F.dropout(x, self.dropout, self.training)
+        out = F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b
+        if self.places is None:
+            return out
+        A, P = self.places.shape
+        by_place = out.unflatten(-1, (P, -1))  # (..., P, W) a score per place and word
+        return by_place[..., torch.arange(P, device=out.device), self.places].sum(-1)  # (..., A)
+
+    def forward(self, batch: Batch) -> Result:
+        phi, p, real = self.pairs(batch)
+        B, M = p.shape[:2]
+        answer = (self.answers(phi).log_softmax(-1) + p.clamp(min=1e-30).log()[..., None])  # (B, M, M, A)
+        logits = answer.masked_fill(~real[..., None], -1e30).flatten(1, 2).logsumexp(1)  # (B, A) log p(a)
+        attention = torch.stack([p.sum(2), p.sum(1)], 1)  # (B, 2, M) the first and the second of the pair
+        loss = self._loss(batch, logits, p) if bool((batch.answer >= 0).any()) else None
+        return Result(logits=logits, attention=attention, hops_used=torch.full((B,), 2, device=p.device),
+                      halted=torch.zeros(B, dtype=torch.bool, device=p.device),
+                      hop_logits=logits[:, None].expand(B, 2, -1), halt_probs=p.new_tensor([0.0, 1.0]).expand(B, 2),
+                      loss=loss)
+
+    def _loss(self, batch: Batch, logits: Tensor, p: Tensor) -> Tensor:
+        """−Σ log p(answer) over the questions with one, plus attention_supervision times −Σ log p
+        of the supporting pair (the first fact twice where there is one) over the questions whose
+        facts are all in memory."""
+        answered = batch.answer >= 0
+        loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
+        if self.attention_supervision > 0 and batch.support.shape[1] > 0:
+            first = batch.support[:, 0]
+            second = torch.where(batch.n_support > 1, batch.support[:, min(1, batch.support.shape[1] - 1)], first)
+            known = (first >= 0) & (second >= 0)
+            target = p[torch.arange(len(p)), first.clamp(min=0), second.clamp(min=0)]
+            loss = loss - self.attention_supervision * (target.clamp(min=1e-30).log() * known).sum()
+        return loss
