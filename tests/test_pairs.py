@@ -44,16 +44,28 @@ def test_shapes_and_attention(qa1):
     assert (r.attention.masked_select(pad[:, None].expand_as(r.attention)) == 0).all()
 
 
+def phi(model, batch):
+    """φ_ij = [u; m_i; m_j; u ⊙ m_i; u ⊙ m_j; m_i ⊙ m_j] (B, M, M, 6d), written out in full."""
+    m, u = model.sentences(batch)
+    B, M, _ = m.shape
+    mi, mj, uu = m[:, :, None].expand(B, M, M, -1), m[:, None].expand(B, M, M, -1), u[:, None, None].expand(B, M, M, -1)
+    return torch.cat([uu, mi, mj, uu * mi, uu * mj, mi * mj], -1)
+
+
 def test_the_answer_is_the_pairs_mixture(qa19):
-    """p(a) = Σ_ij p_ij softmax(â_ij)(a) over the real pairs, i = j included; the first place's
-    attention is p's row sums, the second's its column sums."""
+    """p_ij = softmax of the score MLP on φ_ij over the real pairs (i = j included), p(a) = Σ_ij p_ij
+    softmax(â_ij)(a); the first place's attention is p's row sums, the second's its column sums."""
     vocab, batch = qa19
     model = make(vocab)
     r = model(batch)
-    phi, p, real = model.pairs(batch)
-    assert torch.allclose(p.sum((1, 2)), torch.ones(len(batch)), atol=1e-5) and (p[~real] == 0).all()
-    assert (p[real] > 0).all()  # every real pair, a memory with itself too
-    mixture = (p[..., None] * model.answers(phi).softmax(-1)).sum((1, 2))  # (B, A)
+    p, answers, real = model.read(batch)
+    x = phi(model, batch)  # the read computes only m_i ⊙ m_j's part per pair: the same numbers
+    score = torch.relu(torch.relu(x @ model.s1 + model.s1_b) @ model.s2 + model.s2_b) @ model.s3
+    expected = score.masked_fill(~real, -torch.inf).flatten(1).softmax(-1).view_as(p).nan_to_num()
+    assert torch.allclose(p, expected, atol=1e-6) and (p[~real] == 0).all() and (p[real] > 0).all()
+    out = torch.relu(torch.relu(x @ model.a1 + model.a1_b) @ model.a2 + model.a2_b) @ model.a3 + model.a3_b
+    assert torch.allclose(answers, model.by_places(out), atol=1e-5)
+    mixture = (p[..., None] * answers.softmax(-1)).sum((1, 2))  # (B, A)
     assert torch.allclose(r.logits.exp(), mixture, atol=1e-5)
     assert torch.allclose(r.attention[:, 0], p.sum(2)) and torch.allclose(r.attention[:, 1], p.sum(1))
     # the first and second fact of a pair are not interchangeable
@@ -81,18 +93,18 @@ def test_an_answer_scores_the_sum_of_its_words_at_their_places(qa19):
     """'n,e' = score(n first) + score(e second); 'e,n' differs; without places one score per phrase."""
     vocab, batch = qa19
     model = make(vocab)
-    phi = model.pairs(batch)[0][:, 0, 1]  # (B, 6d) one pair per question
-    out = torch.relu(torch.relu(phi @ model.a1 + model.a1_b) @ model.a2 + model.a2_b) @ model.a3 + model.a3_b
-    by_place = out.view(len(phi), 2, -1)  # (B, P, W)
+    out = torch.randn(len(batch), 2 * (len(model.places.unique())))  # (B, P · W) a score per place and word
+    by_place = out.view(len(batch), 2, -1)
     words = sorted({w for a in vocab.answers for w in a.split(",")}) + [NONE]
-    scores = model.answers(phi)
+    scores = model.by_places(out)
     for a, answer in enumerate(vocab.answers):
         first, second = answer.split(",")
         expected = by_place[:, 0, words.index(first)] + by_place[:, 1, words.index(second)]
         assert torch.allclose(scores[:, a], expected, atol=1e-5), answer
     ne, en = vocab.answers.index("n,e"), vocab.answers.index("e,n")
     assert not torch.allclose(scores[:, ne], scores[:, en])
-    assert make(vocab, places=False).answers(phi).shape == (len(phi), len(vocab.answers))
+    whole = make(vocab, places=False)
+    assert whole.read(batch)[1].shape[-1] == whole.a3.shape[-1] == len(vocab.answers)
 
 
 def test_supervision_adds_the_supporting_pairs_log_probability(qa19, qa1):
@@ -100,7 +112,7 @@ def test_supervision_adds_the_supporting_pairs_log_probability(qa19, qa1):
     for vocab, batch in (qa19, qa1):
         plain, supervised = make(vocab), make(vocab, supervision=0.5)
         supervised.load_state_dict(plain.state_dict())
-        p = plain.pairs(batch)[1]
+        p = plain.read(batch)[0]
         rows = torch.arange(len(batch))
         second = batch.support[:, 1] if batch.support.shape[1] > 1 else batch.support[:, 0]
         assert (batch.support[:, 0] >= 0).all() and (second >= 0).all()
@@ -117,8 +129,8 @@ def test_learns_the_pairs_of_generated_qa19(tmp_path):
     for split, size in (("train", 400), ("valid", 50), ("test", 100)):
         babi.write_file(tmp_path / babi.task_filename(19, split), generator.generate(19, size, seed=0, split=split))
     cfg = load(None, {"data.dir": str(tmp_path), "data.task": "19", "model.type": "pairs", "model.dim": 16,
-                      "model.hidden": 32, "train.attention_supervision": 1.0, "train.lr": 0.003,
-                      "train.max_grad_norm": 1000.0, "train.random_noise": 0.0, "train.epochs": 20,
+                      "model.hidden": 32, "train.attention_supervision": 1.0, "train.lr": 0.0016,
+                      "train.max_grad_norm": 1000.0, "train.random_noise": 0.0, "train.epochs": 30,
                       "train.eval_every": 10, "train.threads": 1})
     result = train(cfg, progress=False)
     assert isinstance(result["model"], PairReader)

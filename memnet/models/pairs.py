@@ -19,7 +19,8 @@ its words' ('n,e' = n first + e second), as the probe that answers qa19 from its
 The Result's two "hops" are the pair's two places: hop 1's attention over memory i is Σ_j p_ij,
 hop 2's is Σ_i p_ij, so hop accuracy and attention tables read as a memory network's.
 Attention supervision trains p toward the pair of the first two supporting facts (a fact
-with itself where there is one). The cost is quadratic in the memories: M² pairs per question.
+with itself where there is one). The cost is quadratic in the memories: M² pairs per question,
+the first layers computing per pair only the part that reads m_i ⊙ m_j.
 """
 from __future__ import annotations
 
@@ -89,28 +90,36 @@ class PairReader(nn.Module):
                 else:
                     p.zero_()
 
-    def pairs(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
-        """The pairs' features φ (B, M, M, 6d), their probabilities p (B, M, M) (0 where i or j
-        is padding) and which pairs are real (B, M, M)."""
-        B, M, _ = batch.story.shape
-        m = masked_words(self.emb, batch.story, self.story_mask)  # (B, M, d)
+    def sentences(self, batch: Batch) -> tuple[Tensor, Tensor]:
+        """The memories m (B, M, d) and the question u (B, d)."""
+        m = masked_words(self.emb, batch.story, self.story_mask)
         if self.temporal:
             m = m + self.time[batch.time.clamp(max=self.memory_size - 1)]
-        u = masked_words(self.emb, batch.query, self.query_mask)  # (B, d)
-        mi, mj = m[:, :, None].expand(B, M, M, -1), m[:, None, :].expand(B, M, M, -1)
-        uu = u[:, None, None].expand(B, M, M, -1)
-        phi = torch.cat([uu, mi, mj, uu * mi, uu * mj, mi * mj], -1)  # (B, M, M, 6d)
-        score = F.relu(F.relu(phi @ self.s1 + self.s1_b) @ self.s2 + self.s2_b) @ self.s3  # (B, M, M)
+        return m, masked_words(self.emb, batch.query, self.query_mask)
+
+    def read(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor]:
+        """The pairs' probabilities p (B, M, M) (0 where i or j is padding), each pair's answer
+        scores â_ij (B, M, M, A) and which pairs are real (B, M, M)."""
+        m, u = self.sentences(batch)
+        B, M, d = m.shape
+        um, mm = u[:, None] * m, m[:, :, None] * m[:, None, :]  # u ⊙ m_i (B, M, d), m_i ⊙ m_j (B, M, M, d)
+
+        def first_layer(w: Tensor, b: Tensor) -> Tensor:
+            """φ_ij @ w + b (B, M, M, h), with only m_i ⊙ m_j's part computed per pair."""
+            wu, wi, wj, wui, wuj, wij = w.split(d)
+            return ((u @ wu + b)[:, None, None] + (m @ wi + um @ wui)[:, :, None] + (m @ wj + um @ wuj)[:, None, :]
+                    + mm @ wij)
+
+        score = F.relu(F.relu(first_layer(self.s1, self.s1_b)) @ self.s2 + self.s2_b) @ self.s3  # (B, M, M)
         real = torch.arange(M, device=m.device) < batch.length[:, None]  # (B, M)
         real = real[:, :, None] & real[:, None, :]
         p = score.masked_fill(~real, -1e30).flatten(1).softmax(-1).view(B, M, M) * real
-        return phi, p, real
+        x = F.dropout(F.relu(first_layer(self.a1, self.a1_b)), self.dropout, self.training)
+        return p, self.by_places(F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b), real
 
-    def answers(self, phi: Tensor) -> Tensor:
-        """Each pair's answer scores (..., A) from its features (..., 6d)."""
-        x = F.relu(phi @ self.a1 + self.a1_b)
-        x = F.dropout(x, self.dropout, self.training)
-        out = F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b
+    def by_places(self, out: Tensor) -> Tensor:
+        """The answer MLP's outputs (..., n_out) -> each answer phrase's score (..., A): with
+        places, the sum over its places of its word's score there."""
         if self.places is None:
             return out
         A, P = self.places.shape
@@ -118,9 +127,9 @@ class PairReader(nn.Module):
         return by_place[..., torch.arange(P, device=out.device), self.places].sum(-1)  # (..., A)
 
     def forward(self, batch: Batch) -> Result:
-        phi, p, real = self.pairs(batch)
+        p, answers, real = self.read(batch)
         B, M = p.shape[:2]
-        answer = (self.answers(phi).log_softmax(-1) + p.clamp(min=1e-30).log()[..., None])  # (B, M, M, A)
+        answer = answers.log_softmax(-1) + p.clamp(min=1e-30).log()[..., None]  # (B, M, M, A) log p_ij p(a | ij)
         logits = answer.masked_fill(~real[..., None], -1e30).flatten(1, 2).logsumexp(1)  # (B, A) log p(a)
         attention = torch.stack([p.sum(2), p.sum(1)], 1)  # (B, 2, M) the first and the second of the pair
         loss = self._loss(batch, logits, p) if bool((batch.answer >= 0).any()) else None
