@@ -164,11 +164,12 @@ VARIANTS["sup_rq"] = {**VARIANTS["question_rq"], "train.attention_supervision": 
 VARIANTS["sup_sum"] = {**VARIANTS["sup_rq"], "model.answer_reads": "sum"}
 # the pair reader (memnet/models/pairs.py) with attention supervision on the pair of supporting
 # facts: its settings in full, so a changed default cannot change the row; lr for the summed
-# loss, the gradient norm unclipped in effect (40 slows it several-fold), no random noise
+# loss, the gradient norm unclipped in effect (40 slows it several-fold), no random noise; 800
+# epochs chosen on qa19's valid split over 300, 400 and 600 (docs/results.md, "Two facts at once")
 VARIANTS["sup_pairs"] = {"model.type": "pairs", "model.dim": 32, "model.hidden": 128, "model.max_words": 20,
                          "model.temporal": True, "model.places": True, "model.dropout": 0.1, "model.init_std": 1.0,
-                         "train.attention_supervision": 1.0, "train.lr": 0.0016, "train.epochs": 300,
-                         "train.lr_decay_every": 75, "train.max_grad_norm": 1e5, "train.random_noise": 0.0,
+                         "train.attention_supervision": 1.0, "train.lr": 0.0016, "train.epochs": 800,
+                         "train.lr_decay_every": 200, "train.max_grad_norm": 1e5, "train.random_noise": 0.0,
                          "train.linear_start_epochs": 0}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
