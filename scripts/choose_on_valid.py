@@ -5,7 +5,12 @@ with the lowest valid error (the first file's among equals), as a column of its 
     .venv/bin/python scripts/choose_on_valid.py --variant sup_choice sup_rq.jsonl sup_sum.jsonl --results out.jsonl
 
 A setting chosen per task this way is chosen on valid like the restart and the epoch within a
-run, and reported on test; each record keeps the file it came from in `chosen_from`.
+run, and reported on test; each record keeps the file it came from in `chosen_from`. The
+column has the tasks every file has; `--some FILE` adds a setting run on some tasks only (the
+pair reader, say, whose cost grows with the square of a story's length), a candidate on the
+tasks it has:
+
+    .venv/bin/python scripts/choose_on_valid.py --variant sup_choice sup_rq.jsonl sup_sum.jsonl --some pairs.jsonl --results out.jsonl
 """
 from __future__ import annotations
 
@@ -22,14 +27,17 @@ def records(path: Path) -> dict[int, dict[str, Any]]:
     return {task: r for (_, task), r in read_results(path).items()}
 
 
-def choose(runs: dict[str, dict[int, dict[str, Any]]], variant: str) -> list[dict[str, Any]]:
+def choose(runs: dict[str, dict[int, dict[str, Any]]], variant: str,
+           some: dict[str, dict[int, dict[str, Any]]] | None = None) -> list[dict[str, Any]]:
     """For every task all runs have, the record with the lowest valid error (the first run's among
-    equals), renamed `variant`, with `chosen_from` naming its run."""
-    names = list(runs)
+    equals; `some`'s runs, after them, where they have the task), renamed `variant`, with
+    `chosen_from` naming its run."""
     tasks = sorted(set.intersection(*(set(r) for r in runs.values())))
+    runs = {**runs, **(some or {})}
+    names = list(runs)
     chosen = []
     for task in tasks:
-        name = min(names, key=lambda n: (runs[n][task]["valid_error"], names.index(n)))
+        name = min((n for n in names if task in runs[n]), key=lambda n: (runs[n][task]["valid_error"], names.index(n)))
         chosen.append({**runs[name][task], "variant": variant, "chosen_from": name})
     return chosen
 
@@ -37,13 +45,15 @@ def choose(runs: dict[str, dict[int, dict[str, Any]]], variant: str) -> list[dic
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("files", nargs="+", type=Path, help="bench results (JSONL), one run of a setting each")
+    parser.add_argument("--some", type=Path, action="append", default=[],
+                        help="bench results of a setting run on some tasks only: a candidate where it has the task")
     parser.add_argument("--variant", required=True, help="the chosen column's name")
     parser.add_argument("--results", type=Path, required=True, help="the JSONL file the chosen records are appended to")
     args = parser.parse_args(argv)
-    for f in args.files:
+    for f in args.files + args.some:
         if not f.is_file():
             parser.error(f"{f}: no such file")
-    chosen = choose({str(f): records(f) for f in args.files}, args.variant)
+    chosen = choose({str(f): records(f) for f in args.files}, args.variant, {str(f): records(f) for f in args.some})
     with args.results.open("a", encoding="utf-8") as out:
         for r in chosen:
             out.write(json.dumps(r) + "\n")

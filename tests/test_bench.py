@@ -242,14 +242,18 @@ def test_the_readmes_both_ideas_run_is_both_right_and_trains_on_the_kernel():
     assert all(f"--{key}=" in text for key in flags)
 
 
+def write_records(path: Path, rows: list[tuple[int, float, float]]) -> Path:
+    """A bench results file of (task, valid error, test error) records."""
+    path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
+                            for t, v, e in rows))
+    return path
+
+
 def test_choose_on_valid_keeps_per_task_the_setting_lower_on_valid_whatever_its_test(tmp_path, capsys):
     """Per task the record with the lower valid error (the first file's among equals), even where
     the other has the lower test error; renamed, its source kept; tasks one file lacks are left out."""
     def write(name, rows):
-        path = tmp_path / name
-        path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
-                                for t, v, e in rows))
-        return path
+        return write_records(tmp_path / name, rows)
     a = write("a.jsonl", [(1, 0.10, 0.20), (2, 0.05, 0.30), (3, 0.0, 0.0)])
     b = write("b.jsonl", [(1, 0.20, 0.01), (2, 0.01, 0.06), (2, 0.05, 0.40)])  # task 2's latest record wins
     out = tmp_path / "out.jsonl"
@@ -258,6 +262,24 @@ def test_choose_on_valid_keeps_per_task_the_setting_lower_on_valid_whatever_its_
     assert [(r["task"], r["variant"], r["error"], r["chosen_from"]) for r in rows] == [(1, "chosen", 0.20, str(a)),
                                                                                       (2, "chosen", 0.30, str(a))]
     assert "mean test error 25.00%, failed 2, tasks 2" in capsys.readouterr().out
+
+
+def test_a_setting_run_on_some_tasks_is_a_candidate_where_it_has_the_task(tmp_path, capsys):
+    """--some: its records compete on the tasks it has (after the full runs among equals) and add
+    no task of their own."""
+    def write(name, rows):
+        return write_records(tmp_path / name, rows)
+    a = write("a.jsonl", [(1, 0.10, 0.20), (2, 0.05, 0.30), (3, 0.02, 0.03)])
+    b = write("b.jsonl", [(1, 0.20, 0.01), (2, 0.05, 0.40), (3, 0.01, 0.04)])
+    some = write("some.jsonl", [(2, 0.01, 0.02), (3, 0.01, 0.00), (4, 0.0, 0.0)])
+    out = tmp_path / "out.jsonl"
+    choose_on_valid.main(["--variant", "chosen", str(a), str(b), "--some", str(some), "--results", str(out)])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["task"], r["error"], r["chosen_from"]) for r in rows] == [(1, 0.20, str(a)), (2, 0.02, str(some)),
+                                                                        (3, 0.04, str(b))]
+    assert "tasks 3" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        choose_on_valid.main(["--variant", "c", str(a), "--some", str(tmp_path / "none.jsonl"), "--results", str(out)])
 
 
 def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
