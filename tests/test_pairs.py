@@ -137,6 +137,24 @@ def test_learns_the_pairs_of_generated_qa19(tmp_path):
     assert min(result["test"]["hop_accuracy"]) > 0.8, result["test"]["hop_accuracy"]
 
 
+def test_a_restart_trains_the_same_whatever_ran_before(tmp_path):
+    """The dropout draws from the model's own generator, seeded with its weights: two runs of one
+    config in one process give the same model though torch's global generator has moved on, and
+    the generator's state travels in the state dict (a resumed run draws what the uninterrupted one would)."""
+    generator.write_dataset(tmp_path, 19, train=40, test=10, seed=0)
+    cfg = load(None, {"data.dir": str(tmp_path), "data.task": "19", "model.type": "pairs", "model.dim": 8,
+                      "model.hidden": 16, "train.epochs": 3, "train.eval_every": 1, "train.threads": 1})
+    model = train(cfg, progress=False, log=False)["model"]
+    first = model.state_dict()
+    torch.rand(100)
+    second = train(cfg, progress=False, log=False)["model"].state_dict()
+    assert first.keys() == second.keys() and "_extra_state" in first
+    assert all(torch.equal(first[k], second[k]) for k in first)
+    model.noise.manual_seed(1)
+    model.load_state_dict(first)
+    assert torch.equal(model.noise.get_state(), first["_extra_state"])
+
+
 def test_its_config_section_is_its_own():
     with pytest.raises(ConfigError, match="model.hops: a setting of model.type memn2n, not of pairs"):
         load(None, {"model.type": "pairs", "model.hops": 2})

@@ -76,9 +76,11 @@ class PairReader(nn.Module):
         self.a1, self.a1_b, self.a2, self.a2_b, self.a3, self.a3_b = p(6 * d, h), p(h), p(h, h), p(h), p(h, n_out), p(n_out)
         self.reset_parameters(torch.Generator().manual_seed(0))
 
-    def reset_parameters(self, generator: torch.Generator, std: float = 0.1) -> None:
+    def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
         """Embeddings from N(0, std), T(i) from 0, the word masks from 1 (bag of words), weight
-        matrices N(0, 1/fan_in), biases 0."""
+        matrices N(0, 1/fan_in), biases 0; the dropout's own random numbers seeded from `generator`
+        too, so a restart trains the same whatever ran before it (torch's global generator would not)."""
+        self.noise = torch.Generator().manual_seed(int(torch.randint(2**62, (), generator=generator)))
         with torch.no_grad():
             for name, p in self.named_parameters():
                 if name == "emb":
@@ -114,8 +116,19 @@ class PairReader(nn.Module):
         real = torch.arange(M, device=m.device) < batch.length[:, None]  # (B, M)
         real = real[:, :, None] & real[:, None, :]
         p = score.masked_fill(~real, -1e30).flatten(1).softmax(-1).view(B, M, M) * real
-        x = F.dropout(F.relu(first_layer(self.a1, self.a1_b)), self.dropout, self.training)
+        x = F.relu(first_layer(self.a1, self.a1_b))
+        if self.training and self.dropout > 0:
+            keep = torch.rand(x.shape, generator=self.noise).to(x.device) >= self.dropout
+            x = x * keep / (1 - self.dropout)
         return p, self.by_places(F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b), real
+
+    def get_extra_state(self) -> Tensor:
+        """The dropout generator's state, in checkpoints and the trainer's snapshots: a resumed
+        run draws the numbers the uninterrupted one would."""
+        return self.noise.get_state()
+
+    def set_extra_state(self, state: Tensor) -> None:
+        self.noise.set_state(state)
 
     def by_places(self, out: Tensor) -> Tensor:
         """The answer MLP's outputs (..., n_out) -> each answer phrase's score (..., A): with
@@ -140,8 +153,8 @@ class PairReader(nn.Module):
 
     def _loss(self, batch: Batch, logits: Tensor, p: Tensor) -> Tensor:
         """−Σ log p(answer) over the questions with one, plus attention_supervision times −Σ log p
-        of the supporting pair (the first fact twice where there is one) over the questions whose
-        facts are all in memory."""
+        of the supporting pair (the first two facts; the first twice where there is one) over the
+        questions whose pair is in memory."""
         answered = batch.answer >= 0
         loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
         if self.attention_supervision > 0 and batch.support.shape[1] > 0:
