@@ -11,6 +11,7 @@ from memnet import babi, checkpoint, generator
 from memnet.cli import main
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
+from memnet.errors import MemnetError
 from memnet.models import build_model
 from memnet.models.pairs import NONE, PairReader, phrase_places
 from memnet.train import train
@@ -153,6 +154,12 @@ def test_a_restart_trains_the_same_whatever_ran_before(tmp_path):
     model.noise.manual_seed(1)
     model.load_state_dict(first)
     assert torch.equal(model.noise.get_state(), first["_extra_state"])
+
+
+def test_a_sentence_longer_than_the_masks_is_a_clear_error(qa19):
+    vocab, batch = qa19
+    with pytest.raises(MemnetError, match="a sentence has more than model.max_words = 3 words"):
+        make(vocab, max_words=3)(batch)
 
 
 def test_its_config_section_is_its_own():

@@ -16,8 +16,8 @@ The product m_i ⊙ m_j is what lets the score see that two sentences name the s
 its words' ('n,e' = n first + e second), as the probe that answers qa19 from its two facts does
 (scripts/probe_answers.py); else one score per phrase.
 
-The Result's two "hops" are the pair's two places: hop 1's attention over memory i is Σ_j p_ij,
-hop 2's is Σ_i p_ij, so hop accuracy and attention tables read as a memory network's.
+The Result's two "hops" are the pair's first and second fact: hop 1's attention over memory i
+is Σ_j p_ij, hop 2's is Σ_i p_ij, so hop accuracy and attention tables read as a memory network's.
 Attention supervision trains p toward the pair of the first two supporting facts (a fact
 with itself where there is one). The cost is quadratic in the memories: M² pairs per question,
 the first layers computing per pair only the part that reads m_i ⊙ m_j.

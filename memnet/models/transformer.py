@@ -81,8 +81,8 @@ def masked_words(emb: Tensor, words: Tensor, mask: Tensor) -> Tensor:
     real = words != 0  # (..., J)
     W = mask.shape[0]
     if bool(real[..., W:].any()):
-        raise MemnetError(f"model.encoding mask: a sentence has more than model.max_words = {W} words; "
-                          "train with a larger model.max_words")
+        raise MemnetError(f"a sentence has more than model.max_words = {W} words (the word positions the learned "
+                          "masks cover); train with a larger model.max_words")
     n = min(words.shape[-1], W)
     return (mask[:n] * emb[words[..., :n]] * real[..., :n, None]).sum(-2)
 
