@@ -62,3 +62,17 @@ def qa1():
     samples = list(babi.samples(generator.generate(1, 40, seed=3)))
     vocab = Vocab.build(samples)
     return vocab, encode_samples(samples, vocab, memory_size=50)
+
+
+@pytest.fixture(scope="session")
+def widened():
+    """A function: the Batch with 3 more empty memory slots and 2 more word columns, every slot
+    its own age (what a reader must answer exactly as before)."""
+    import dataclasses
+
+    import torch
+
+    def widen(batch):
+        return dataclasses.replace(batch, story=torch.nn.functional.pad(batch.story, (0, 2, 0, 3)),
+                                   time=torch.arange(batch.story.shape[1] + 3).expand(len(batch), -1))
+    return widen

@@ -1,7 +1,6 @@
 """The pair reader: the readers' contract (shapes, attention rows sum to one, padding gets none),
 its answer as the pairs' mixture, answers by places, attention supervision on the pair of
 supporting facts, learning generated qa19's pairs, its config section and the CLI."""
-import dataclasses
 import json
 
 import pytest
@@ -73,11 +72,10 @@ def test_the_answer_is_the_pairs_mixture(qa19):
     assert not torch.allclose(r.attention[:, 0], r.attention[:, 1], atol=1e-3)
 
 
-def test_padding_changes_nothing(qa19):
+def test_padding_changes_nothing(qa19, widened):
     vocab, batch = qa19
     model = make(vocab)
-    wider = dataclasses.replace(batch, story=torch.nn.functional.pad(batch.story, (0, 2, 0, 3)),
-                                time=torch.arange(batch.story.shape[1] + 3).expand(len(batch), -1))
+    wider = widened(batch)
     a, b = model(batch), model(wider)
     M = batch.story.shape[1]
     assert torch.allclose(a.logits, b.logits, atol=1e-5) and torch.allclose(a.loss, b.loss, rtol=1e-5)

@@ -1,6 +1,5 @@
 """The transformer reader: the memory network's contract (shapes, attention rows sum to one,
 padding gets none), the 1/sqrt(d_k) switch, its own config section, learning and the CLI."""
-import dataclasses
 import json
 import math
 
@@ -45,12 +44,11 @@ def test_attention_rows_sum_to_one_and_padding_gets_none(qa1):
         assert (weights.masked_select(pad[:, None, :].expand_as(weights)) == 0).all()
 
 
-def test_padding_changes_nothing(qa1):
+def test_padding_changes_nothing(qa1, widened):
     """Extra padded memory slots and word columns leave every output as it was."""
     vocab, batch = qa1
     model = make(vocab)
-    wider = dataclasses.replace(batch, story=torch.nn.functional.pad(batch.story, (0, 2, 0, 3)),
-                                time=torch.arange(batch.story.shape[1] + 3).expand(len(batch), -1))
+    wider = widened(batch)
     a, b = model(batch), model(wider)
     assert torch.allclose(a.logits, b.logits, atol=1e-5)
     assert torch.allclose(a.attention, b.attention[..., : batch.story.shape[1]], atol=1e-6)
