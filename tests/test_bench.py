@@ -242,6 +242,20 @@ def test_the_readmes_both_ideas_run_is_both_right_and_trains_on_the_kernel():
     assert all(f"--{key}=" in text for key in flags)
 
 
+def test_the_readmes_pair_reader_run_is_sup_pairs():
+    # the README trains the pair reader with these flags; docs/results.md reports them as
+    # `sup_pairs` (which also states linear start off: the reader has none, the trainer skips it)
+    from memnet import config
+    from memnet.models.pairs import PairReader
+    flags = {"train.attention_supervision": 1.0, "train.lr": 0.0016, "train.max_grad_norm": 100000,
+             "train.random_noise": 0, "train.epochs": 800, "train.lr_decay_every": 200}
+    readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
+    assert readme == config.load(None, {**bench.recipe("sup_pairs"), **bench.VARIANTS["sup_pairs"], "train.restarts": 1})
+    assert not PairReader.has_linear_start
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "--model.type=pairs" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
+
+
 def write_records(path: Path, rows: list[tuple[int, float, float]]) -> Path:
     """A bench results file of (task, valid error, test error) records."""
     path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
