@@ -75,8 +75,10 @@ def _hop_table(result: Result, batch: Batch) -> dict[str, torch.Tensor]:
 
 
 def metrics(result: Result, batch: Batch) -> dict[str, Any]:
-    """Accuracy, hop accuracy, chain accuracy, support recall and hops used; also per task."""
+    """Accuracy, hop accuracy, chain accuracy, support recall, hops used and each hop's answer
+    accuracy (the answer had the model stopped after hop k, taken or not); also per task."""
     correct = result.logits.argmax(-1) == batch.answer  # (N,)
+    hop_correct = result.hop_logits.argmax(-1) == batch.answer[:, None]  # (N, K) â_k right
     t = _hop_table(result, batch)
 
     def summary(rows: torch.Tensor) -> dict[str, Any]:
@@ -100,6 +102,7 @@ def metrics(result: Result, batch: Batch) -> dict[str, Any]:
             "mean_hops": float(hops.float().mean()) if n else 0.0,
             "mean_facts": float(batch.n_support[rows].float().mean()) if n else 0.0,
             "hops_by_facts": {f: dict(sorted(c.items())) for f, c in sorted(by_facts.items())},
+            "hop_answer_accuracy": hop_correct[rows].float().mean(0).tolist() if n else [0.0] * hop_correct.shape[1],
         }
 
     out = summary(torch.ones_like(correct))
@@ -140,4 +143,15 @@ def hops_table(m: dict) -> str:
             n = sum(counts.values())
             mean = sum(int(h) * c for h, c in counts.items()) / n
             lines.append(f"{name:>5} {facts:>5} {n:5d} {mean:5.2f} " + " ".join(f"{counts.get(str(k), 0):7d}" for k in range(1, K + 1)))
+    return "\n".join(lines)
+
+
+def hop_answers_table(m: dict) -> str:
+    """Per task, the share of questions each hop's answer gets right: the answer had the model
+    stopped after that hop (where the stopping rule answers, and what a later hop adds)."""
+    K = len(m["hop_answer_accuracy"])
+    lines = ["accuracy (%) of the answer had it stopped after each hop",
+             f"{'task':>5} {'n':>5} " + " ".join(f"{f'hop {k}':>6}" for k in range(1, K + 1))]
+    for name, t in [*m["tasks"].items(), ("all", m)]:
+        lines.append(f"{name:>5} {t['n']:5d} " + " ".join(f"{100 * a:6.1f}" for a in t["hop_answer_accuracy"]))
     return "\n".join(lines)

@@ -14,7 +14,7 @@ import torch
 from memnet import babi, checkpoint, config, files, report
 from memnet.data import Batch
 from memnet.errors import MemnetError
-from memnet.evaluation import hops_table, metrics, task_table
+from memnet.evaluation import hop_answers_table, hops_table, metrics, task_table
 from memnet.inspect import Table, render
 from memnet.models import Result
 from memnet.run import RunFolder
@@ -329,14 +329,15 @@ def test_report_verdict():
 # ---------------------------------------------------------------------------- metrics
 
 
-def hand_made(choice, support, n_support, hops_used, answers=(0, 0)):
-    """Two questions, 2 hops, 3 memory slots, attention one-hot at `choice` (N, K); `support`
-    may have more or fewer columns than hops."""
+def hand_made(choice, support, n_support, hops_used, answers=(0, 0), hop_answers=((0, 0), (0, 0))):
+    """Two questions, 2 hops, 3 memory slots, attention one-hot at `choice` (N, K), each hop's
+    answer class `hop_answers` (N, K); `support` may have more or fewer columns than hops."""
     attention = torch.nn.functional.one_hot(torch.tensor(choice), 3).float()
     hops = torch.tensor(hops_used)
     attention *= (torch.arange(2) < hops[:, None])[..., None]
     result = Result(logits=torch.tensor([[1.0, 0.0], [0.0, 1.0]]), attention=attention, hops_used=hops,
-                    halted=hops < 2, hop_logits=torch.zeros(2, 2, 2), halt_probs=torch.zeros(2, 2), loss=None)
+                    halted=hops < 2, hop_logits=torch.nn.functional.one_hot(torch.tensor(hop_answers), 2).float(),
+                    halt_probs=torch.zeros(2, 2), loss=None)
     batch = Batch(story=torch.zeros(2, 3, 1, dtype=torch.long), query=torch.zeros(2, 1, dtype=torch.long),
                   length=torch.tensor([3, 3]), answer=torch.tensor(answers), support=torch.tensor(support),
                   n_support=torch.tensor(n_support), task=torch.tensor([2, 3]), time=torch.zeros(2, 3, dtype=torch.long))
@@ -374,6 +375,19 @@ def test_task_and_hops_tables_carry_the_metrics():
     lines = [line.split() for line in hops_table(m).splitlines()]
     assert lines[1] == ["task", "facts", "n", "mean", "1", "hop", "2", "hops"]
     assert lines[2:] == [["2", "2", "1", "1.00", "1", "0"], ["3", "1", "1", "2.00", "0", "1"]]
+
+
+def test_each_hops_answer_is_scored_taken_or_not():
+    # question 0 (task 2) stops after hop 1, right there and wrong at hop 2; question 1 (task 3)
+    # is wrong at hop 1 and right at hop 2: the answer had each stopped after hop k
+    m = hand_made(choice=[[0, 0], [2, 1]], support=[[0, 1], [2, -1]], n_support=[2, 1], hops_used=[1, 2],
+                  answers=(0, 1), hop_answers=((0, 1), (0, 1)))
+    assert m["hop_answer_accuracy"] == pytest.approx([0.5, 0.5])
+    assert m["tasks"]["2"]["hop_answer_accuracy"] == pytest.approx([1.0, 0.0])
+    assert m["tasks"]["3"]["hop_answer_accuracy"] == pytest.approx([0.0, 1.0])
+    lines = [line.split() for line in hop_answers_table(m).splitlines()]
+    assert lines[1:] == [["task", "n", "hop", "1", "hop", "2"], ["2", "1", "100.0", "0.0"], ["3", "1", "0.0", "100.0"],
+                         ["all", "2", "50.0", "50.0"]]
 
 
 def test_metrics_with_more_facts_than_hops_and_fewer():

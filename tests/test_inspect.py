@@ -400,7 +400,9 @@ def test_eval_names_the_chain_family(capsys, inspect_run, tmp_path):
     assert code == 0 and list(json.loads(out)["tasks"]) == ["chain"]
     code, out, _ = run(capsys, *argv)
     assert code == 0 and [line.split()[0] for line in out.splitlines()[1:3]] == ["chain", "all"]
-    assert out.splitlines()[-1].split()[0] == "chain"  # the hops table
+    hops, answers = out.split("hops used by number of supporting facts\n")[1].split("\n\n")
+    assert hops.splitlines()[-1].split()[0] == "chain"  # the hops table
+    assert [line.split()[0] for line in answers.splitlines()[2:]] == ["chain", "all"]  # each hop's answer
 
 
 @pytest.mark.parametrize("command", [["eval"], ["inspect"], ["report", "--out", "r.html"]])

@@ -174,11 +174,19 @@ def test_train_and_eval_commands(tiny, tmp_path, capsys):
     assert out == lines[-1]["test"]
     assert out["n"] == 100 and len(out["hop_accuracy"]) == 3
     assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(tiny)]) == 0
-    text = capsys.readouterr().out.split("hops used by number of supporting facts\n")[1].splitlines()
+    hops, answers = capsys.readouterr().out.split("hops used by number of supporting facts\n")[1].split("\n\n")
+    text = hops.splitlines()
     assert text[0].split() == ["task", "facts", "n", "mean", "1", "hop", "2", "hops", "3", "hops"]
     task, facts, n, mean, *counts = text[1].split()  # qa1: every question has one supporting fact
     assert (task, facts, int(n)) == ("1", "1", 100) and len(text) == 2
     assert sum(map(int, counts)) == 100 and float(mean) == pytest.approx(out["mean_hops"], abs=0.005)
+    # each hop's answer: without the stopping rule the model answers from hop 3, so that column is its accuracy
+    text = answers.splitlines()
+    assert text[0] == "accuracy (%) of the answer had it stopped after each hop"
+    assert text[1].split() == ["task", "n", "hop", "1", "hop", "2", "hop", "3"]
+    assert [row.split()[:2] for row in text[2:]] == [["1", "100"], ["all", "100"]]
+    assert [float(x) for x in text[3].split()[2:]] == pytest.approx([100 * a for a in out["hop_answer_accuracy"]], abs=0.05)
+    assert out["hop_answer_accuracy"][2] == pytest.approx(out["accuracy"])
 
 
 def test_commands_report_bad_input_without_traceback(tiny, tmp_path, capsys):

@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_config_flags(p, default_config())
     p.set_defaults(func=run_train)
 
-    p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used",
+    p = subparsers.add_parser("eval", help="evaluate a checkpoint: accuracy, hop accuracy, hops used, each hop's answer",
                               description="Evaluate a checkpoint on a bAbI folder, overall and per task.")
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--data",
@@ -136,7 +136,7 @@ def run_train(args: argparse.Namespace) -> int:
 def run_eval(args: argparse.Namespace) -> int:
     from memnet import checkpoint
     from memnet.data import encode_tasks, read_splits
-    from memnet.evaluation import evaluate, hops_table, task_table
+    from memnet.evaluation import evaluate, hop_answers_table, hops_table, task_table
 
     args.data = official.resolve_data_dir(args.data) if args.data else None
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
@@ -163,4 +163,6 @@ def run_eval(args: argparse.Namespace) -> int:
     print(task_table(m))
     print()
     print(hops_table(m))
+    print()
+    print(hop_answers_table(m))
     return 0
