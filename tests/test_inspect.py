@@ -313,6 +313,16 @@ def test_every_flag_has_help():
             assert action.help, f"{name} {action.option_strings} has no help"
 
 
+def test_the_readme_pastes_the_help_as_it_prints(monkeypatch):
+    # the README's command-line section is `memnet --help` verbatim: a new command shows there
+    from pathlib import Path
+    monkeypatch.setenv("COLUMNS", "80")
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    pasted = readme.split("    $ memnet --help\n", 1)[1].split("\n\n`memnet COMMAND --help`", 1)[0]
+    help_text = build_parser().format_help().rstrip("\n")
+    assert pasted == "\n".join(("    " + line).rstrip() for line in help_text.split("\n"))
+
+
 @pytest.fixture(scope="module")
 def transformer_run(inspect_run, tmp_path_factory):
     """A transformer reader (2 layers, no halting unit) trained one epoch on inspect_run's data:
