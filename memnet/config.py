@@ -130,6 +130,10 @@ class PairsConfig:
     # an answer phrase scores the sum of its words' scores at their places ('n,e': n first + e
     # second), else one score per phrase
     places: bool = True  # an answer phrase scores the sum of its words at their places
+    # with places: place 1 of a phrase scored from the pair's first fact alone, every later place
+    # from its second ([u; m; u ⊙ m] each), as a path's steps come from its facts (qa19); else
+    # every place from the whole pair
+    place_facts: bool = False  # place 1 of a phrase from the pair's first fact, later places from its second
     dropout: float = 0.1  # dropout on the answer's first hidden layer, in training
     init_std: float = 1.0  # standard deviation of the embeddings' starting normal
 
@@ -336,6 +340,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, TransformerConfig) and model.act and model.type != "universal":
         raise ConfigError("model.act: ACT halts each position of one shared layer applied again and again; "
                           f"it needs model.type universal, found {model.type}")
+    if isinstance(model, PairsConfig) and model.place_facts and not model.places:
+        raise ConfigError("model.place_facts: scores each place of an answer phrase from one fact of the pair; "
+                          "it needs model.places true, found false")
     if isinstance(model, TransformerConfig) and model.act and model.stopping:
         raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
                           "choose one")

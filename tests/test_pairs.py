@@ -106,6 +106,29 @@ def test_an_answer_scores_the_sum_of_its_words_at_their_places(qa19):
     assert whole.read(batch)[1].shape[-1] == whole.a3.shape[-1] == len(vocab.answers)
 
 
+def test_with_place_facts_each_place_reads_one_fact_of_the_pair(qa19, qa1):
+    """â_ij('x,y') = f([u; m_i; u ⊙ m_i])(x first) + g([u; m_j; u ⊙ m_j])(y second); a one-word
+    answer reads the pair's first fact alone."""
+    vocab, batch = qa19
+    model = make(vocab, place_facts=True)
+    p, answers, real = model.read(batch)
+    m, u = model.sentences(batch)
+    x = torch.cat([u[:, None].expand_as(m), m, u[:, None] * m], -1)  # (B, M, 3d)
+    first = torch.relu(x @ model.f1 + model.f1_b) @ model.f2 + model.f2_b  # (B, M, W)
+    second = torch.relu(x @ model.g1 + model.g1_b) @ model.g2 + model.g2_b
+    words = sorted({w for a in vocab.answers for w in a.split(",")}) + [NONE]
+    for a, answer in enumerate(vocab.answers):
+        one, two = answer.split(",")
+        expected = first[:, :, None, words.index(one)] + second[:, None, :, words.index(two)]
+        assert torch.allclose(answers[..., a], expected, atol=1e-5), answer
+    assert torch.allclose(p, make(vocab).read(batch)[0])  # the pairs' score is the same MLP's
+    vocab, batch = qa1
+    answers = make(vocab, place_facts=True).read(batch)[1]
+    assert torch.allclose(answers, answers[:, :, :1].expand_as(answers))  # one place: fact j is not read
+    with pytest.raises(ConfigError, match="model.place_facts: .* it needs model.places true, found false"):
+        load(None, {"model.type": "pairs", "model.place_facts": True, "model.places": False})
+
+
 def test_supervision_adds_the_supporting_pairs_log_probability(qa19, qa1):
     """The loss adds w · −Σ log p(first fact, second fact); a one-fact question's pair is the fact with itself."""
     for vocab, batch in (qa19, qa1):

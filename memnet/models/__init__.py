@@ -46,7 +46,8 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
     if isinstance(m, PairsConfig):
         return PairReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
                           hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, places=m.places,
-                          dropout=m.dropout, attention_supervision=cfg.train.attention_supervision)
+                          place_facts=m.place_facts, dropout=m.dropout,
+                          attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 

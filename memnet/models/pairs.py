@@ -14,7 +14,14 @@ facts at once, scoring every ordered pair (i, j) of memories:
 The product m_i ⊙ m_j is what lets the score see that two sentences name the same place. With
 `places`, â scores each word at each place of an answer phrase and a phrase scores the sum of
 its words' ('n,e' = n first + e second), as the probe that answers qa19 from its two facts does
-(scripts/probe_answers.py); else one score per phrase.
+(scripts/probe_answers.py); else one score per phrase. With `place_facts` each place reads one
+fact of the pair instead of the whole pair, place 1 the first and every later place the second,
+
+    â_ij(a) = f([u; m_i; u ⊙ m_i])(a_1) + Σ_{p>1} g([u; m_j; u ⊙ m_j])(a_p)        f, g: MLPs to a score per word
+
+as a path's k-th step comes from its k-th fact (qa19): a pair's answer can then be right only
+through its facts, not through a memory of the whole story, which is what lets the reader find
+qa19's pairs without supervision.
 
 The Result's two "hops" are the pair's first and second fact: hop 1's attention over memory i
 is Σ_j p_ij, hop 2's is Σ_i p_ij, so hop accuracy and attention tables read as a memory network's.
@@ -52,8 +59,8 @@ class PairReader(nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, answers: list[str], memory_size: int, dim: int = 32, hidden: int = 128,
-                 max_words: int = 20, temporal: bool = True, places: bool = True, dropout: float = 0.1,
-                 attention_supervision: float = 0.0):
+                 max_words: int = 20, temporal: bool = True, places: bool = True, place_facts: bool = False,
+                 dropout: float = 0.1, attention_supervision: float = 0.0):
         super().__init__()
         self.dim, self.memory_size, self.temporal, self.dropout = dim, memory_size, temporal, dropout
         self.attention_supervision = attention_supervision
@@ -73,7 +80,16 @@ class PairReader(nn.Module):
         self.story_mask, self.query_mask = p(max_words, d), p(max_words, d)  # f_w, g_w
         self.time = p(memory_size, d)  # T(i): a memory's age
         self.s1, self.s1_b, self.s2, self.s2_b, self.s3 = p(6 * d, h), p(h), p(h, h), p(h), p(h)  # the pair's score
-        self.a1, self.a1_b, self.a2, self.a2_b, self.a3, self.a3_b = p(6 * d, h), p(h), p(h, h), p(h), p(h, n_out), p(n_out)
+        self.place_facts = place_facts
+        if place_facts:  # a score per word from one fact: f for place 1, g for the later places
+            if self.places is None:
+                raise ValueError("place_facts scores an answer by places: it needs places")
+            words = n_out // self.places.shape[1]
+            self.f1, self.f1_b, self.f2, self.f2_b = p(3 * d, h), p(h), p(h, words), p(words)
+            self.g1, self.g1_b, self.g2, self.g2_b = p(3 * d, h), p(h), p(h, words), p(words)
+        else:
+            self.a1, self.a1_b, self.a2, self.a2_b = p(6 * d, h), p(h), p(h, h), p(h)
+            self.a3, self.a3_b = p(h, n_out), p(n_out)
         self.reset_parameters(torch.Generator().manual_seed(0))
 
     def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
@@ -87,7 +103,7 @@ class PairReader(nn.Module):
                     p.copy_(torch.randn(p.shape, generator=generator) * std)
                 elif name.endswith("_mask"):
                     p.fill_(1.0)
-                elif name in ("s1", "s2", "s3", "a1", "a2", "a3"):
+                elif name in ("s1", "s2", "s3", "a1", "a2", "a3", "f1", "f2", "g1", "g2"):
                     p.copy_(torch.randn(p.shape, generator=generator) / math.sqrt(p.shape[0]))
                 else:
                     p.zero_()
@@ -116,11 +132,26 @@ class PairReader(nn.Module):
         real = torch.arange(M, device=m.device) < batch.length[:, None]  # (B, M)
         real = real[:, :, None] & real[:, None, :]
         p = score.masked_fill(~real, -1e30).flatten(1).softmax(-1).view(B, M, M) * real
-        x = F.relu(first_layer(self.a1, self.a1_b))
+        if self.place_facts:
+            return p, self.by_facts(torch.cat([u[:, None].expand(B, M, d), m, um], -1)), real
+        x = self.drop(F.relu(first_layer(self.a1, self.a1_b)))
+        return p, self.by_places(F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b), real
+
+    def drop(self, x: Tensor) -> Tensor:
+        """Dropout in training, from the model's own generator."""
         if self.training and self.dropout > 0:
             keep = torch.rand(x.shape, generator=self.noise).to(x.device) >= self.dropout
             x = x * keep / (1 - self.dropout)
-        return p, self.by_places(F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b), real
+        return x
+
+    def by_facts(self, x: Tensor) -> Tensor:
+        """With place_facts: each pair's answer scores (B, M, M, A) from each memory's [u; m_i; u ⊙ m_i]
+        (B, M, 3d), place 1 of a phrase read from fact i by f, its later places from fact j by g."""
+        first = self.drop(F.relu(x @ self.f1 + self.f1_b)) @ self.f2 + self.f2_b  # (B, M, W) a score per word
+        later = self.drop(F.relu(x @ self.g1 + self.g1_b)) @ self.g2 + self.g2_b  # (B, M, W)
+        by_first = first[..., self.places[:, 0]]  # (B, M, A) each phrase's first word, read from fact i
+        by_later = later[..., self.places[:, 1:]].sum(-1)  # (B, M, A) its later words, read from fact j
+        return by_first[:, :, None] + by_later[:, None, :]
 
     def get_extra_state(self) -> Tensor:
         """The dropout generator's state, in checkpoints and the trainer's snapshots: a resumed
