@@ -256,6 +256,18 @@ def test_the_readmes_pair_reader_run_is_sup_pairs():
     assert "--model.type=pairs" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
 
 
+def test_the_readmes_unsupervised_pair_reader_run_is_pairs():
+    # the README trains the pair reader on answers alone with these flags; docs/results.md
+    # reports them as `pairs`
+    from memnet import config
+    flags = {"model.place_facts": "true", "train.lr": 0.02, "train.max_grad_norm": 40, "train.random_noise": 0,
+             "train.epochs": 300, "train.lr_decay_every": 75}
+    readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
+    assert readme == config.load(None, {**bench.recipe("pairs"), **bench.VARIANTS["pairs"], "train.restarts": 1})
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert " ".join(f"--{k}={v}" for k, v in flags.items()) in text
+
+
 def write_records(path: Path, rows: list[tuple[int, float, float]]) -> Path:
     """A bench results file of (task, valid error, test error) records."""
     path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
