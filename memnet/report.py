@@ -123,7 +123,8 @@ def describe(cfg: Config) -> tuple[int, str]:
         return mc.hops, (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, "
                          f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}")
     if isinstance(mc, PairsConfig):  # a pair's two facts for hops
-        return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {'by places' if mc.places else 'per phrase'}"
+        answer = "by places, each from one fact" if mc.place_facts else "by places" if mc.places else "per phrase"
+        return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {answer}"
     # the transformer readers: layers (universal: steps) for hops, and their halting rule
     halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
     return mc.layers, f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"

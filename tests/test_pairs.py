@@ -127,6 +127,9 @@ def test_with_place_facts_each_place_reads_one_fact_of_the_pair(qa19, qa1):
     assert torch.allclose(answers, answers[:, :, :1].expand_as(answers))  # one place: fact j is not read
     with pytest.raises(ConfigError, match="model.place_facts: .* it needs model.places true, found false"):
         load(None, {"model.type": "pairs", "model.place_facts": True, "model.places": False})
+    from memnet.report import describe
+    assert describe(load(None, {"model.type": "pairs", "model.place_facts": True}))[1].endswith(
+        "answer by places, each from one fact")
 
 
 def test_supervision_adds_the_supporting_pairs_log_probability(qa19, qa1):
