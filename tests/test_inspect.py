@@ -9,6 +9,7 @@ import json
 import re
 from collections import Counter
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import torch
@@ -315,7 +316,6 @@ def test_every_flag_has_help():
 
 def test_the_readme_pastes_the_help_as_it_prints(monkeypatch):
     # the README's command-line section is `memnet --help` verbatim: a new command shows there
-    from pathlib import Path
     monkeypatch.setenv("COLUMNS", "80")
     readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
     pasted = readme.split("    $ memnet --help\n", 1)[1].split("\n\n`memnet COMMAND --help`", 1)[0]
