@@ -5,7 +5,7 @@ config.yaml holds the experiment; the command line tweaks it with dotted overrid
 line, in the dataclasses and in checkpoints.
 
 The `model` section belongs to one model type: `model.type` chooses its dataclass
-(MemN2NConfig, TransformerConfig or PairsConfig), and a key of another type's section is an error naming
+(MemN2NConfig, TransformerConfig, PairsConfig or WordsConfig), and a key of another type's section is an error naming
 it. Every field is checked here, before any model or kernel sees it: unknown keys, wrong types,
 choices (CHOICES) and ranges (RANGES), each with a message that names the key and what it allows.
 """
@@ -138,9 +138,20 @@ class PairsConfig:
     init_std: float = 1.0  # standard deviation of the embeddings' starting normal
 
 
-ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig]
+@dataclass
+class WordsConfig:
+    """The word reader (memnet/models/words.py): every question word reads the story's words."""
+
+    type: str = "words"
+    dim: int = 32  # embedding size d (each BiGRU direction's size; a word's vector is 2d)
+    hidden: int = 64  # hidden units of the answer's layer over the pooled question words
+    temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0), added to its words
+    init_std: float = 1.0  # standard deviation of the embeddings' starting normal
+
+
+ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]
 MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": TransformerConfig, "universal": TransformerConfig,
-                                "pairs": PairsConfig}
+                                "pairs": PairsConfig, "words": WordsConfig}
 
 
 @dataclass
@@ -343,6 +354,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, PairsConfig) and model.place_facts and not model.places:
         raise ConfigError("model.place_facts: scores each place of an answer phrase from one fact of the pair; "
                           "it needs model.places true, found false")
+    if isinstance(model, WordsConfig) and cfg.train.attention_supervision:
+        raise ConfigError("train.attention_supervision: the word reader (model.type words) has no hops to "
+                          f"supervise; expected 0, found {cfg.train.attention_supervision}")
     if isinstance(model, TransformerConfig) and model.act and model.stopping:
         raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
                           "choose one")

@@ -146,7 +146,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             unknown=cleaned[r][1],
             forgotten=len(sample.facts) - n,
             label=labels[r] if labels is not None else "",
-            step={"memn2n": "hop", "pairs": "fact"}.get(cfg.model.type, "layer"),
+            step={"memn2n": "hop", "pairs": "fact", "words": "read"}.get(cfg.model.type, "layer"),
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
             heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
             summed=[round(float(g), 6) for g in result.gates[r, hops - 1, :n].flip(-1)] if result.gates is not None else [],

@@ -57,7 +57,7 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     except ConfigError:  # a broken file is reported when a run loads it; the help still shows
         path, start = None, config.Config()
     origin = f"in {path.name}" if path is not None else "built in"
-    models = [config.MemN2NConfig, config.TransformerConfig, config.PairsConfig]
+    models = [config.MemN2NConfig, config.TransformerConfig, config.PairsConfig, config.WordsConfig]
     sections = [("data", config.DataConfig), *(("model", cls) for cls in models), ("train", config.TrainConfig)]
     owners = {f.name: [cls.__name__.removesuffix("Config").lower() for cls in models if f.name in {g.name for g in dataclasses.fields(cls)}]
               for cls in models for f in dataclasses.fields(cls)}  # which model types have each model field

@@ -3,22 +3,23 @@
 Every model takes a memnet.data.Batch of B questions (fields (B, ...), see memnet.data) and
 returns a Result; the loss is there when the batch holds answers. Models are built with
 keyword-only constructors from their own config section (memnet.config.MemN2NConfig,
-TransformerConfig, PairsConfig) and hold one seed: restarts are several models (see memnet.train).
+TransformerConfig, PairsConfig, WordsConfig) and hold one seed: restarts are several models (see memnet.train).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig
+from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig, WordsConfig
 from memnet.data import Vocab
 from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
 from memnet.models.pairs import PairReader
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
+from memnet.models.words import WordReader
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "PairReader", "Result", "Transformer", "build_model", "ensemble_size", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters"]
 
 
 def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:
@@ -48,6 +49,9 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                           hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, places=m.places,
                           place_facts=m.place_facts, dropout=m.dropout,
                           attention_supervision=cfg.train.attention_supervision)
+    if isinstance(m, WordsConfig):
+        return WordReader(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
+                          dim=m.dim, hidden=m.hidden, temporal=m.temporal)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 

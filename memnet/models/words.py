@@ -1,0 +1,115 @@
+"""The word reader: every question word reads the story's words, for answers that need to know
+which fact names which thing.
+
+A memory network and the pair reader see a sentence as one vector, the sum of its words'
+embeddings (with a learned weight per word position). On qa17 ("The red sphere is to the left
+of the yellow square. The red sphere is below the pink rectangle. Is the pink rectangle to the
+right of the yellow square?") the answer turns on which fact names which shape, and the shapes'
+positions in the sentences vary with their words: from the two facts given, a reader of such
+vectors stays at 38% error (docs/results.md, "The answer with the facts given"). Here each
+word keeps its own vector, read in context, and each word of the question looks for its match
+among the story's words:
+
+    s_ij = BiGRU(E x_i)_j + T(i)        q_t = BiGRU(E q)_t             (2d each, T(i) from zero)
+    α_t,ij = softmax_ij(q_t · s_ij)      a_t = Σ_ij α_t,ij s_ij          (the story's words, padding out)
+    h_t = BiGRU([q_t; a_t; q_t ⊙ a_t; q_t − a_t])_t                     (compared word by word)
+    p(a) = softmax(MLP([max_t h_t; mean_t h_t]))                        (the question's words pooled)
+
+Each direction of a BiGRU reads only a sentence's own words (padding neither enters its state
+nor depends on the batch), so a question's answer does not depend on the questions batched
+with it. The reader has no hops and no order between facts other than T(i): the Result's one
+"hop" is the attention of the question's words summed per sentence and averaged over them.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from memnet.data import Batch
+from memnet.models.result import Result
+
+
+class BiGRU(nn.Module):
+    """A bidirectional GRU over padded sequences (..., J, n) -> (..., J, 2h): each direction
+    starts at its sequence's own first real word, padding kept out of the state (outputs 0 there)."""
+
+    def __init__(self, n: int, h: int):
+        super().__init__()
+        self.forward_cell, self.backward_cell = nn.GRUCell(n, h), nn.GRUCell(n, h)
+
+    def forward(self, x: Tensor, real: Tensor) -> Tensor:
+        shape, J = x.shape[:-2], x.shape[-2]
+        x, real = x.reshape(-1, J, x.shape[-1]), real.reshape(-1, J, 1)
+        outputs = []
+        for cell, steps in ((self.forward_cell, range(J)), (self.backward_cell, reversed(range(J)))):
+            h = x.new_zeros(x.shape[0], cell.hidden_size)
+            out = [None] * J
+            for j in steps:
+                h = torch.where(real[:, j], cell(x[:, j], h), h)
+                out[j] = h * real[:, j]
+            outputs.append(torch.stack(out, 1))
+        return torch.cat(outputs, -1).view(*shape, J, -1)
+
+
+class WordReader(nn.Module):
+    has_linear_start = False  # no softmax-free phase: the trainer skips linear start
+
+    def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
+                 temporal: bool = True):
+        super().__init__()
+        self.dim, self.memory_size, self.temporal = dim, memory_size, temporal
+        self.linear = False  # the trainer's linear-start switch; this model has none
+        d = dim
+        self.emb = nn.Parameter(torch.zeros(vocab_size, d))  # E; values come from reset_parameters
+        self.time = nn.Parameter(torch.zeros(memory_size, 2 * d))  # T(i): a memory's age
+        self.encode = BiGRU(d, d)  # each sentence's words in context, and the question's
+        self.compare = BiGRU(8 * d, d)  # each question word beside what it found
+        self.out = nn.Sequential(nn.Linear(4 * d, hidden), nn.ReLU(), nn.Linear(hidden, n_answers))
+        self.reset_parameters(torch.Generator().manual_seed(0))
+
+    def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
+        """Embeddings from N(0, std), T(i) from 0, every other weight from U(-1/√fan, 1/√fan)
+        (torch's default for GRUs and linear layers; fan: a GRU's hidden size, a layer's inputs),
+        biases too: all drawn from `generator`, so a restart trains the same whatever ran before it."""
+        with torch.no_grad():
+            self.emb.copy_(torch.randn(self.emb.shape, generator=generator) * std)
+            self.time.zero_()
+            for name, p in self.named_parameters():
+                if name in ("emb", "time"):
+                    continue
+                if name.startswith(("encode", "compare")):
+                    fan = self.dim
+                else:  # out.0 / out.2: a linear layer's inputs
+                    layer = self.out[int(name.split(".")[1])]
+                    fan = layer.in_features
+                bound = 1 / math.sqrt(fan)
+                p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
+
+    def forward(self, batch: Batch) -> Result:
+        story, query = batch.story, batch.query  # (B, M, J), (B, Jq) word ids, 0 for padding
+        B, M, J = story.shape
+        in_memory = torch.arange(M, device=story.device) < batch.length[:, None]  # (B, M)
+        real_s = (story != 0) & in_memory[..., None]  # (B, M, J)
+        real_q = query != 0  # (B, Jq)
+        s = self.encode(self.emb[story], real_s)  # (B, M, J, 2d)
+        if self.temporal:
+            s = s + self.time[batch.time.clamp(max=self.memory_size - 1)][:, :, None] * real_s[..., None]
+        q = self.encode(self.emb[query], real_q)  # (B, Jq, 2d)
+        words = s.flatten(1, 2)  # (B, M J, 2d)
+        score = torch.einsum("btd,bwd->btw", q, words).masked_fill(~real_s.flatten(1)[:, None], -1e30)
+        alpha = score.softmax(-1) * real_s.flatten(1)[:, None]  # (B, Jq, M J); a story of no words reads 0
+        a = alpha @ words  # (B, Jq, 2d)
+        h = self.compare(torch.cat([q, a, q * a, q - a], -1), real_q)  # (B, Jq, 2d)
+        n = real_q.sum(1, keepdim=True).clamp(min=1)  # (B, 1)
+        pooled = torch.cat([h.masked_fill(~real_q[..., None], -1e30).amax(1), h.sum(1) / n], -1)
+        logits = self.out(pooled).log_softmax(-1)  # (B, A)
+        attention = (alpha.view(B, -1, M, J).sum(-1) * real_q[..., None]).sum(1) / n  # (B, M)
+        answered = batch.answer >= 0
+        loss = None
+        if bool(answered.any()):
+            loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
+        return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=logits.device),
+                      halted=torch.zeros(B, dtype=torch.bool, device=logits.device), hop_logits=logits[:, None],
+                      halt_probs=logits.new_ones(B, 1), loss=loss)
