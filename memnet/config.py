@@ -147,6 +147,7 @@ class WordsConfig:
     hidden: int = 64  # hidden units of the answer's layer over the pooled question words
     temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0), added to its words
     init_std: float = 1.0  # standard deviation of the embeddings' starting normal
+    dropout: float = 0.0  # dropout in training on the embedded words, the compared words and the pooled vector
 
 
 ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]

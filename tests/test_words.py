@@ -106,6 +106,33 @@ def test_learns_generated_qa17(tmp_path):
     assert result["test"]["accuracy"] > 0.75, result["test"]["accuracy"]  # 0.82 at this commit; chance: about 0.5
 
 
+def test_dropout_draws_from_its_own_generator_and_only_in_training(qa1, tmp_path):
+    """Without dropout a restart draws nothing more than before (its data order is unchanged) and
+    training answers as evaluation; with it, training answers vary, evaluation does not, and two
+    runs of one config give the same model though torch's global generator has moved on."""
+    vocab, batch = qa1
+    plain, dropping = make(vocab), make(vocab, dropout=0.3)
+    g, g2 = torch.Generator().manual_seed(10), torch.Generator().manual_seed(10)
+    plain.reset_parameters(g)
+    dropping.reset_parameters(g2)
+    assert torch.equal(plain.emb, dropping.emb)  # the same weights, then with dropout one number more:
+    torch.randint(2**62, (), generator=g)
+    assert torch.equal(g.get_state(), g2.get_state())
+    assert torch.equal(plain.train()(batch).logits, plain.eval()(batch).logits)
+    a, b = dropping.train()(batch).logits, dropping(batch).logits
+    assert not torch.allclose(a, b)
+    assert torch.equal(dropping.eval()(batch).logits, dropping(batch).logits)
+    generator.write_dataset(tmp_path, 17, train=40, test=10, seed=0)
+    cfg = load(None, {"data.dir": str(tmp_path), "data.task": "17", "model.type": "words", "model.dim": 8,
+                      "model.hidden": 16, "model.dropout": 0.2, "train.epochs": 2, "train.eval_every": 1,
+                      "train.threads": 1})
+    first = train(cfg, progress=False, log=False)["model"].state_dict()
+    torch.rand(100)
+    second = train(cfg, progress=False, log=False)["model"].state_dict()
+    assert first.keys() == second.keys() and "_extra_state" in first
+    assert all(torch.equal(first[k], second[k]) for k in first)
+
+
 def test_its_config_section_is_its_own():
     with pytest.raises(ConfigError, match="model.hops: a setting of model.type memn2n, not of words"):
         load(None, {"model.type": "words", "model.hops": 2})

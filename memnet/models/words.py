@@ -57,9 +57,9 @@ class WordReader(nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
-                 temporal: bool = True):
+                 temporal: bool = True, dropout: float = 0.0):
         super().__init__()
-        self.dim, self.memory_size, self.temporal = dim, memory_size, temporal
+        self.dim, self.memory_size, self.temporal, self.dropout = dim, memory_size, temporal, dropout
         self.linear = False  # the trainer's linear-start switch; this model has none
         d = dim
         self.emb = nn.Parameter(torch.zeros(vocab_size, d))  # E; values come from reset_parameters
@@ -72,7 +72,9 @@ class WordReader(nn.Module):
     def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
         """Embeddings from N(0, std), T(i) from 0, every other weight from U(-1/√fan, 1/√fan)
         (torch's default for GRUs and linear layers; fan: a GRU's hidden size, a layer's inputs),
-        biases too: all drawn from `generator`, so a restart trains the same whatever ran before it."""
+        biases too: all drawn from `generator`, so a restart trains the same whatever ran before it;
+        with dropout, its own random numbers are seeded from `generator` last (without, nothing
+        more is drawn, and the restart's data order stays what it was)."""
         with torch.no_grad():
             self.emb.copy_(torch.randn(self.emb.shape, generator=generator) * std)
             self.time.zero_()
@@ -86,6 +88,22 @@ class WordReader(nn.Module):
                     fan = layer.in_features
                 bound = 1 / math.sqrt(fan)
                 p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
+        self.noise = torch.Generator().manual_seed(int(torch.randint(2**62, (), generator=generator)) if self.dropout else 0)
+
+    def drop(self, x: Tensor) -> Tensor:
+        """Dropout in training, from the model's own generator."""
+        if self.training and self.dropout > 0:
+            keep = torch.rand(x.shape, generator=self.noise).to(x.device) >= self.dropout
+            x = x * keep / (1 - self.dropout)
+        return x
+
+    def get_extra_state(self) -> Tensor:
+        """The dropout generator's state, in checkpoints and the trainer's snapshots: a resumed
+        run draws the numbers the uninterrupted one would."""
+        return self.noise.get_state()
+
+    def set_extra_state(self, state: Tensor) -> None:
+        self.noise.set_state(state)
 
     def forward(self, batch: Batch) -> Result:
         story, query = batch.story, batch.query  # (B, M, J), (B, Jq) word ids, 0 for padding
@@ -93,18 +111,18 @@ class WordReader(nn.Module):
         in_memory = torch.arange(M, device=story.device) < batch.length[:, None]  # (B, M)
         real_s = (story != 0) & in_memory[..., None]  # (B, M, J)
         real_q = query != 0  # (B, Jq)
-        s = self.encode(self.emb[story], real_s)  # (B, M, J, 2d)
+        s = self.encode(self.drop(self.emb[story]), real_s)  # (B, M, J, 2d)
         if self.temporal:
             s = s + self.time[batch.time.clamp(max=self.memory_size - 1)][:, :, None] * real_s[..., None]
-        q = self.encode(self.emb[query], real_q)  # (B, Jq, 2d)
+        q = self.encode(self.drop(self.emb[query]), real_q)  # (B, Jq, 2d)
         words = s.flatten(1, 2)  # (B, M J, 2d)
         score = torch.einsum("btd,bwd->btw", q, words).masked_fill(~real_s.flatten(1)[:, None], -1e30)
         alpha = score.softmax(-1) * real_s.flatten(1)[:, None]  # (B, Jq, M J); a story of no words reads 0
         a = alpha @ words  # (B, Jq, 2d)
-        h = self.compare(torch.cat([q, a, q * a, q - a], -1), real_q)  # (B, Jq, 2d)
+        h = self.compare(self.drop(torch.cat([q, a, q * a, q - a], -1)), real_q)  # (B, Jq, 2d)
         n = real_q.sum(1, keepdim=True).clamp(min=1)  # (B, 1)
         pooled = torch.cat([h.masked_fill(~real_q[..., None], -1e30).amax(1), h.sum(1) / n], -1)
-        logits = self.out(pooled).log_softmax(-1)  # (B, A)
+        logits = self.out(self.drop(pooled)).log_softmax(-1)  # (B, A)
         attention = (alpha.view(B, -1, M, J).sum(-1) * real_q[..., None]).sum(1) / n  # (B, M)
         answered = batch.answer >= 0
         loss = None
