@@ -148,6 +148,7 @@ class WordsConfig:
     temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0), added to its words
     init_std: float = 1.0  # standard deviation of the embeddings' starting normal
     dropout: float = 0.0  # dropout in training on the embedded words, the compared words and the pooled vector
+    summed: bool = False  # each question word also reads the story's words summed, each through a gate (counts, lists)
 
 
 ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]

@@ -91,6 +91,24 @@ def test_the_answer_reads_which_fact_names_which_thing_not_their_order(qa1):
     assert not torch.allclose(timed(swapped).logits, timed(batch).logits, atol=1e-3)
 
 
+def test_the_summed_read_tells_a_fact_told_twice_from_once(qa1):
+    """The attention's read is a mean: a story of one fact and of that fact twice read the same
+    (without the temporal encoding). The summed read adds each word through its gate, so with it
+    the second telling counts; padding still changes nothing."""
+    vocab, batch = qa1
+    first = batch.story[:, :1]
+    once = dataclasses.replace(batch, story=first, length=torch.ones_like(batch.length), time=batch.time[:, :1])
+    twice = dataclasses.replace(batch, story=torch.cat([first, first], 1), length=torch.full_like(batch.length, 2),
+                                time=batch.time[:, :2])
+    plain, summed = make(vocab, temporal=False), make(vocab, temporal=False, summed=True)
+    assert torch.allclose(plain(once).logits, plain(twice).logits, atol=1e-5)
+    assert not torch.allclose(summed(once).logits, summed(twice).logits, atol=1e-3)
+    padded = dataclasses.replace(twice, story=torch.nn.functional.pad(twice.story, (0, 2, 0, 3)),
+                                 time=torch.arange(5).expand(len(batch), -1))
+    assert torch.allclose(summed(twice).logits, summed(padded).logits, atol=1e-5)
+    assert summed.gate_bias.item() == -4.0 and not hasattr(plain, "gate_bias")
+
+
 def test_learns_generated_qa17(tmp_path):
     """Positions from two facts ('The triangle is to the left of the red sphere. The triangle is
     above the red square. Is the red square below the red sphere?'): the reader answers held-out

@@ -51,7 +51,8 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                           attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, WordsConfig):
         return WordReader(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
-                          dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout)
+                          dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout,
+                          summed=m.summed)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 

@@ -31,6 +31,9 @@ from memnet.data import Batch
 from memnet.models.result import Result
 
 
+GATE_INIT = -4.0  # the summed read's gate bias at the start: each word's gate nearly shut
+
+
 class BiGRU(nn.Module):
     """A bidirectional GRU over padded sequences (..., J, n) -> (..., J, 2h): each direction
     starts at its sequence's own first real word, padding kept out of the state (outputs 0 there)."""
@@ -57,16 +60,18 @@ class WordReader(nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
-                 temporal: bool = True, dropout: float = 0.0):
+                 temporal: bool = True, dropout: float = 0.0, summed: bool = False):
         super().__init__()
-        self.dim, self.memory_size, self.temporal, self.dropout = dim, memory_size, temporal, dropout
+        self.dim, self.memory_size, self.temporal, self.dropout, self.summed = dim, memory_size, temporal, dropout, summed
         self.linear = False  # the trainer's linear-start switch; this model has none
         d = dim
         self.emb = nn.Parameter(torch.zeros(vocab_size, d))  # E; values come from reset_parameters
         self.time = nn.Parameter(torch.zeros(memory_size, 2 * d))  # T(i): a memory's age
         self.encode = BiGRU(d, d)  # each sentence's words in context, and the question's
-        self.compare = BiGRU(8 * d, d)  # each question word beside what it found
+        self.compare = BiGRU((10 if summed else 8) * d, d)  # each question word beside what it found
         self.out = nn.Sequential(nn.Linear(4 * d, hidden), nn.ReLU(), nn.Linear(hidden, n_answers))
+        if summed:  # registered last: without it the weights drawn are those of before
+            self.gate_bias = nn.Parameter(torch.tensor(GATE_INIT))  # b, shared by every word's gate
         self.reset_parameters(torch.Generator().manual_seed(0))
 
     def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
@@ -80,6 +85,9 @@ class WordReader(nn.Module):
             self.time.zero_()
             for name, p in self.named_parameters():
                 if name in ("emb", "time"):
+                    continue
+                if name == "gate_bias":
+                    p.fill_(GATE_INIT)
                     continue
                 if name.startswith(("encode", "compare")):
                     fan = self.dim
@@ -119,7 +127,11 @@ class WordReader(nn.Module):
         score = torch.einsum("btd,bwd->btw", q, words).masked_fill(~real_s.flatten(1)[:, None], -1e30)
         alpha = score.softmax(-1) * real_s.flatten(1)[:, None]  # (B, Jq, M J); a story of no words reads 0
         a = alpha @ words  # (B, Jq, 2d)
-        h = self.compare(self.drop(torch.cat([q, a, q * a, q - a], -1)), real_q)  # (B, Jq, 2d)
+        found = [q, a, q * a, q - a]
+        if self.summed:  # every story word through its own gate, summed: how many match, not which on average
+            gate = torch.sigmoid(score + self.gate_bias) * real_s.flatten(1)[:, None]  # (B, Jq, M J)
+            found.append(gate @ words)  # (B, Jq, 2d)
+        h = self.compare(self.drop(torch.cat(found, -1)), real_q)  # (B, Jq, 2d)
         n = real_q.sum(1, keepdim=True).clamp(min=1)  # (B, 1)
         pooled = torch.cat([h.masked_fill(~real_q[..., None], -1e30).amax(1), h.sum(1) / n], -1)
         logits = self.out(self.drop(pooled)).log_softmax(-1)  # (B, A)
