@@ -318,3 +318,19 @@ def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
                             for t, e in [(1, five), (2, over)]))
     choose_on_valid.main(["--variant", "chosen", str(path), "--results", str(tmp_path / "out.jsonl")])
     assert "failed 1, tasks 2" in capsys.readouterr().out
+
+
+def test_the_readmes_word_reader_runs_are_words_words_drop_and_words_sum():
+    # the README trains the word reader with these flags, then adds dropout, then the summed read;
+    # docs/results.md reports them as `words`, `words_drop` and `words_sum`
+    from memnet import config
+    flags = {"train.lr": 0.02, "train.random_noise": 0, "train.epochs": 150, "train.lr_decay_every": 37}
+    runs = {"words": {"model.type": "words", **flags, "train.linear_start_epochs": 0}}
+    runs["words_drop"] = {**runs["words"], "model.dropout": 0.2}
+    runs["words_sum"] = {**runs["words_drop"], "model.summed": "true"}
+    for variant, run in runs.items():
+        assert config.load(None, {**run, "train.restarts": 1}) == config.load(
+            None, {**bench.recipe(variant), **bench.VARIANTS[variant], "train.restarts": 1}), variant
+    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    assert "--model.type=words" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
+    assert "--model.dropout=0.2" in text and "--model.summed=true" in text
