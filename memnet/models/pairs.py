@@ -38,6 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from memnet.data import Batch
+from memnet.models.dropout import OwnDropout
 from memnet.models.result import Result
 from memnet.models.transformer import masked_words
 
@@ -55,7 +56,7 @@ def phrase_places(answers: list[str]) -> Tensor:
                         dtype=torch.long).view(len(answers), P)
 
 
-class PairReader(nn.Module):
+class PairReader(OwnDropout, nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, answers: list[str], memory_size: int, dim: int = 32, hidden: int = 128,
@@ -96,7 +97,7 @@ class PairReader(nn.Module):
         """Embeddings from N(0, std), T(i) from 0, the word masks from 1 (bag of words), weight
         matrices N(0, 1/fan_in), biases 0; the dropout's own random numbers seeded from `generator`
         too, so a restart trains the same whatever ran before it (torch's global generator would not)."""
-        self.noise = torch.Generator().manual_seed(int(torch.randint(2**62, (), generator=generator)))
+        self.seed_noise(generator)
         with torch.no_grad():
             for name, p in self.named_parameters():
                 if name == "emb":
@@ -137,13 +138,6 @@ class PairReader(nn.Module):
         x = self.drop(F.relu(first_layer(self.a1, self.a1_b)))
         return p, self.by_places(F.relu(x @ self.a2 + self.a2_b) @ self.a3 + self.a3_b), real
 
-    def drop(self, x: Tensor) -> Tensor:
-        """Dropout in training, from the model's own generator."""
-        if self.training and self.dropout > 0:
-            keep = torch.rand(x.shape, generator=self.noise).to(x.device) >= self.dropout
-            x = x * keep / (1 - self.dropout)
-        return x
-
     def by_facts(self, x: Tensor) -> Tensor:
         """With place_facts: each pair's answer scores (B, M, M, A) from each memory's [u; m_i; u ⊙ m_i]
         (B, M, 3d), place 1 of a phrase read from fact i by f, its later places from fact j by g."""
@@ -152,14 +146,6 @@ class PairReader(nn.Module):
         by_first = first[..., self.places[:, 0]]  # (B, M, A) each phrase's first word, read from fact i
         by_later = later[..., self.places[:, 1:]].sum(-1)  # (B, M, A) its later words, read from fact j
         return by_first[:, :, None] + by_later[:, None, :]
-
-    def get_extra_state(self) -> Tensor:
-        """The dropout generator's state, in checkpoints and the trainer's snapshots: a resumed
-        run draws the numbers the uninterrupted one would."""
-        return self.noise.get_state()
-
-    def set_extra_state(self, state: Tensor) -> None:
-        self.noise.set_state(state)
 
     def by_places(self, out: Tensor) -> Tensor:
         """The answer MLP's outputs (..., n_out) -> each answer phrase's score (..., A): with

@@ -28,6 +28,7 @@ import torch
 from torch import Tensor, nn
 
 from memnet.data import Batch
+from memnet.models.dropout import OwnDropout
 from memnet.models.result import Result
 
 
@@ -56,7 +57,7 @@ class BiGRU(nn.Module):
         return torch.cat(outputs, -1).view(*shape, J, -1)
 
 
-class WordReader(nn.Module):
+class WordReader(OwnDropout, nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
@@ -96,22 +97,7 @@ class WordReader(nn.Module):
                     fan = layer.in_features
                 bound = 1 / math.sqrt(fan)
                 p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
-        self.noise = torch.Generator().manual_seed(int(torch.randint(2**62, (), generator=generator)) if self.dropout else 0)
-
-    def drop(self, x: Tensor) -> Tensor:
-        """Dropout in training, from the model's own generator."""
-        if self.training and self.dropout > 0:
-            keep = torch.rand(x.shape, generator=self.noise).to(x.device) >= self.dropout
-            x = x * keep / (1 - self.dropout)
-        return x
-
-    def get_extra_state(self) -> Tensor:
-        """The dropout generator's state, in checkpoints and the trainer's snapshots: a resumed
-        run draws the numbers the uninterrupted one would."""
-        return self.noise.get_state()
-
-    def set_extra_state(self, state: Tensor) -> None:
-        self.noise.set_state(state)
+        self.seed_noise(generator if self.dropout else None)
 
     def forward(self, batch: Batch) -> Result:
         story, query = batch.story, batch.query  # (B, M, J), (B, Jq) word ids, 0 for padding
