@@ -149,6 +149,10 @@ class WordsConfig:
     init_std: float = 1.0  # standard deviation of the embeddings' starting normal
     dropout: float = 0.0  # dropout in training on the embedded words, the compared words and the pooled vector
     summed: bool = False  # each question word also reads the story's words summed, each through a gate (counts, lists)
+    # with summed: the summed read, averaged over the question's words, also goes straight to the
+    # answer's layer beside the pooled comparison (the comparing GRU squashes what it reads: what
+    # it passes on of a count is bounded)
+    summed_out: bool = False  # the summed read also goes to the answer's layer, past the comparing GRU
 
 
 ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]
@@ -356,6 +360,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, PairsConfig) and model.place_facts and not model.places:
         raise ConfigError("model.place_facts: scores each place of an answer phrase from one fact of the pair; "
                           "it needs model.places true, found false")
+    if isinstance(model, WordsConfig) and model.summed_out and not model.summed:
+        raise ConfigError("model.summed_out: takes the summed read to the answer's layer; "
+                          "it needs model.summed true, found false")
     if isinstance(model, WordsConfig) and cfg.train.attention_supervision:
         raise ConfigError("train.attention_supervision: the word reader (model.type words) has no hops to "
                           f"supervise; expected 0, found {cfg.train.attention_supervision}")

@@ -109,6 +109,28 @@ def test_the_summed_read_tells_a_fact_told_twice_from_once(qa1):
     assert summed.gate_bias.item() == -4.0 and not hasattr(plain, "gate_bias")
 
 
+def test_with_summed_out_the_answer_reads_the_count_unsquashed(qa1):
+    """The comparing GRU bounds what it passes on; with summed_out the answer's layer also reads
+    the summed read itself: without the temporal encoding, a fact told k times gives k times what
+    it gives told once. It needs the summed read."""
+    vocab, batch = qa1
+    first = batch.story[:, :1]
+    model = make(vocab, temporal=False, summed=True, summed_out=True)
+    seen = []
+    model.out[0].register_forward_hook(lambda layer, inputs, output: seen.append(inputs[0]))
+    for k in (1, 2, 3):
+        model(dataclasses.replace(batch, story=first.repeat(1, k, 1), length=torch.full_like(batch.length, k),
+                                  time=batch.time[:, :k]))
+    d = model.dim
+    assert [x.shape[-1] for x in seen] == [6 * d] * 3 and make(vocab, summed=True).out[0].in_features == 4 * d
+    once, twice, thrice = (x[:, 4 * d:] for x in seen)
+    assert once.abs().min() > 0
+    assert torch.allclose(twice, 2 * once, atol=1e-5) and torch.allclose(thrice, 3 * once, atol=1e-5)
+    assert seen[1][:, :4 * d].abs().max() <= 1  # the pooled comparison: a GRU's states, bounded
+    with pytest.raises(ConfigError, match="model.summed_out: .* it needs model.summed true, found false"):
+        make(vocab, summed_out=True)
+
+
 def test_learns_generated_qa17(tmp_path):
     """Positions from two facts ('The triangle is to the left of the red sphere. The triangle is
     above the red square. Is the red square below the red sphere?'): the reader answers held-out

@@ -15,6 +15,12 @@ among the story's words:
     h_t = BiGRU([q_t; a_t; q_t ⊙ a_t; q_t − a_t])_t                     (compared word by word)
     p(a) = softmax(MLP([max_t h_t; mean_t h_t]))                        (the question's words pooled)
 
+With `summed`, each question word also reads c_t = Σ_ij σ(q_t · s_ij + b) s_ij (b learned from
+−4), appended to the compared input: how many of the story's words match, where a_t is their
+mean. The comparing GRU squashes what it reads (its gates are sigmoids and tanhs), so what it
+passes on of a count is bounded; with `summed_out` the answer's layer also reads mean_t c_t,
+which grows with each telling of a fact.
+
 Each direction of a BiGRU reads only a sentence's own words (padding neither enters its state
 nor depends on the batch), so a question's answer does not depend on the questions batched
 with it. The reader has no hops and no order between facts other than T(i): the Result's one
@@ -61,16 +67,19 @@ class WordReader(OwnDropout, nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
-                 temporal: bool = True, dropout: float = 0.0, summed: bool = False):
+                 temporal: bool = True, dropout: float = 0.0, summed: bool = False, summed_out: bool = False):
         super().__init__()
+        if summed_out and not summed:
+            raise ValueError("summed_out takes the summed read to the answer's layer; it needs summed")
         self.dim, self.memory_size, self.temporal, self.dropout, self.summed = dim, memory_size, temporal, dropout, summed
+        self.summed_out = summed_out
         self.linear = False  # the trainer's linear-start switch; this model has none
         d = dim
         self.emb = nn.Parameter(torch.zeros(vocab_size, d))  # E; values come from reset_parameters
         self.time = nn.Parameter(torch.zeros(memory_size, 2 * d))  # T(i): a memory's age
         self.encode = BiGRU(d, d)  # each sentence's words in context, and the question's
         self.compare = BiGRU((10 if summed else 8) * d, d)  # each question word beside what it found
-        self.out = nn.Sequential(nn.Linear(4 * d, hidden), nn.ReLU(), nn.Linear(hidden, n_answers))
+        self.out = nn.Sequential(nn.Linear((6 if summed_out else 4) * d, hidden), nn.ReLU(), nn.Linear(hidden, n_answers))
         if summed:  # registered last: without it the weights drawn are those of before
             self.gate_bias = nn.Parameter(torch.tensor(GATE_INIT))  # b, shared by every word's gate
         self.reset_parameters(torch.Generator().manual_seed(0))
@@ -119,7 +128,10 @@ class WordReader(OwnDropout, nn.Module):
             found.append(gate @ words)  # (B, Jq, 2d)
         h = self.compare(self.drop(torch.cat(found, -1)), real_q)  # (B, Jq, 2d)
         n = real_q.sum(1, keepdim=True).clamp(min=1)  # (B, 1)
-        pooled = torch.cat([h.masked_fill(~real_q[..., None], -1e30).amax(1), h.sum(1) / n], -1)
+        pooled = [h.masked_fill(~real_q[..., None], -1e30).amax(1), h.sum(1) / n]
+        if self.summed_out:  # the sums themselves, unsquashed: twice a fact's words read twice as much
+            pooled.append((found[-1] * real_q[..., None]).sum(1) / n)  # (B, 2d)
+        pooled = torch.cat(pooled, -1)
         logits = self.out(self.drop(pooled)).log_softmax(-1)  # (B, A)
         attention = (alpha.view(B, -1, M, J).sum(-1) * real_q[..., None]).sum(1) / n  # (B, M)
         answered = batch.answer >= 0
