@@ -363,9 +363,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, WordsConfig) and model.summed_out and not model.summed:
         raise ConfigError("model.summed_out: takes the summed read to the answer's layer; "
                           "it needs model.summed true, found false")
-    if isinstance(model, WordsConfig) and cfg.train.attention_supervision:
-        raise ConfigError("train.attention_supervision: the word reader (model.type words) has no hops to "
-                          f"supervise; expected 0, found {cfg.train.attention_supervision}")
+    if isinstance(model, WordsConfig) and cfg.train.attention_supervision and not model.summed:
+        raise ConfigError("train.attention_supervision: the word reader (model.type words) has no hops; it "
+                          "supervises the gates of its summed read, so it needs model.summed true, found false")
     if isinstance(model, TransformerConfig) and model.act and model.stopping:
         raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
                           "choose one")

@@ -189,6 +189,8 @@ VARIANTS["words_drop"] = {**VARIANTS["words"], "model.dropout": 0.2}
 VARIANTS["words_sum"] = {**VARIANTS["words_drop"], "model.summed": True}
 # and the summed read also straight to the answer's layer, past the comparing GRU
 VARIANTS["words_out"] = {**VARIANTS["words_sum"], "model.summed_out": True}
+# and taught the supporting facts: each sentence's gate of the summed read toward [it is one]
+VARIANTS["words_sup"] = {**VARIANTS["words_out"], "train.attention_supervision": 1.0}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets)
@@ -196,7 +198,7 @@ VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads":
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
-          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out", "sup_pairs": "pair reader +sup", "pairs": "pair reader, places from facts", "words": "word reader", "words_drop": "word reader, dropout 0.2", "words_sum": "word reader, dropout 0.2, summed read", "words_out": "word reader, dropout 0.2, summed read to the answer too",
+          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out", "sup_pairs": "pair reader +sup", "pairs": "pair reader, places from facts", "words": "word reader", "words_drop": "word reader, dropout 0.2", "words_sum": "word reader, dropout 0.2, summed read", "words_out": "word reader, dropout 0.2, summed read to the answer too", "words_sup": "the same +sup (the summed read's gates)",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
 # trained per task, and jointly on all 20 (published means 13.9 and 12.4, 11 failed each)

@@ -131,6 +131,51 @@ def test_with_summed_out_the_answer_reads_the_count_unsquashed(qa1):
         make(vocab, summed_out=True)
 
 
+def test_attention_supervision_pulls_each_sentence_gate_toward_the_supporting_facts(qa1):
+    """With supporting facts the loss adds, per real sentence, the binary cross-entropy of its
+    gate (its words' highest logit for any question word) toward [it is a supporting fact];
+    padding adds nothing, and steps on it open the facts' gates more than the others'."""
+    vocab, batch = qa1
+    plain = make(vocab, summed=True)
+    taught = build_model(load(None, {"model.type": "words", "model.dim": 8, "model.hidden": 16, "model.summed": True,
+                                     "train.attention_supervision": 0.5}), vocab)
+    taught.load_state_dict(plain.state_dict())
+    taught.eval()
+    B, M, J = batch.story.shape
+    real = (batch.story != 0) & (torch.arange(M)[None, :, None] < batch.length[:, None, None])  # (B, M, J)
+    facts = torch.zeros(B, M, dtype=torch.bool)
+    for b in range(B):
+        facts[b, batch.support[b][batch.support[b] >= 0]] = True
+
+    def gates():  # (B, M) each sentence's gate logit, recomputed from the reader's parts
+        q = taught.encode(taught.emb[batch.query], batch.query != 0)
+        s = taught.encode(taught.emb[batch.story], real) + taught.time[batch.time][:, :, None] * real[..., None]
+        logit = torch.einsum("btd,bmjd->btmj", q, s) + taught.gate_bias
+        return logit.masked_fill(~real[:, None] | (batch.query == 0)[..., None, None], -100.0).amax(-1).amax(1)
+
+    with torch.no_grad():
+        bce = torch.nn.functional.binary_cross_entropy_with_logits(gates(), facts.float(), reduction="none")
+        added = taught(batch).loss - plain(batch).loss
+        padded = dataclasses.replace(batch, story=torch.nn.functional.pad(batch.story, (0, 2, 0, 3)),
+                                     time=torch.arange(M + 3).expand(B, -1))
+        assert float(taught(padded).loss) == pytest.approx(float(taught(batch).loss), rel=1e-5)
+    assert facts.any() and float(added) == pytest.approx(0.5 * float(bce[real.any(-1)].sum()), rel=1e-4)
+    unanswered = dataclasses.replace(batch, answer=torch.full_like(batch.answer, -1))  # the gates' loss alone
+    with torch.no_grad():
+        before = gates()
+    step = torch.optim.SGD(taught.parameters(), lr=0.01)
+    for _ in range(20):
+        step.zero_grad()
+        taught(unanswered).loss.backward()
+        step.step()
+    with torch.no_grad():
+        moved = gates() - before
+    sentences = real.any(-1)
+    assert moved[facts].mean() > moved[sentences & ~facts].mean() + 0.5
+    with pytest.raises(ConfigError, match="model.summed_out: .* it needs model.summed true"):
+        make(vocab, summed_out=True)
+
+
 def test_learns_generated_qa17(tmp_path):
     """Positions from two facts ('The triangle is to the left of the red sphere. The triangle is
     above the red square. Is the red square below the red sphere?'): the reader answers held-out
@@ -178,7 +223,7 @@ def test_its_config_section_is_its_own():
         load(None, {"model.type": "words", "model.hops": 2})
     with pytest.raises(ConfigError, match="model.hidden: expected >= 1, found 0"):
         load(None, {"model.type": "words", "model.hidden": 0})
-    with pytest.raises(ConfigError, match="train.attention_supervision: the word reader .* expected 0, found 1.0"):
+    with pytest.raises(ConfigError, match="train.attention_supervision: the word reader .* needs model.summed true"):
         load(None, {"model.type": "words", "train.attention_supervision": 1.0})
     cfg = load(None, {"model.type": "words", "model.temporal": "false"})
     assert cfg.model.temporal is False and cfg.model.dim == 32

@@ -52,7 +52,8 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
     if isinstance(m, WordsConfig):
         return WordReader(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
                           dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout,
-                          summed=m.summed, summed_out=m.summed_out)
+                          summed=m.summed, summed_out=m.summed_out,
+                          attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 
 

@@ -19,7 +19,9 @@ With `summed`, each question word also reads c_t = Σ_ij σ(q_t · s_ij + b) s_i
 −4), appended to the compared input: how many of the story's words match, where a_t is their
 mean. The comparing GRU squashes what it reads (its gates are sigmoids and tanhs), so what it
 passes on of a count is bounded; with `summed_out` the answer's layer also reads mean_t c_t,
-which grows with each telling of a fact.
+which grows with each telling of a fact. Attention supervision (`train.attention_supervision`)
+acts on the summed read's gates: each sentence's gate logit, the highest of its words' for any
+question word, is pulled by binary cross-entropy toward [the sentence is a supporting fact].
 
 Each direction of a BiGRU reads only a sentence's own words (padding neither enters its state
 nor depends on the batch), so a question's answer does not depend on the questions batched
@@ -32,6 +34,7 @@ import math
 
 import torch
 from torch import Tensor, nn
+from torch.nn import functional as F
 
 from memnet.data import Batch
 from memnet.models.dropout import OwnDropout
@@ -67,12 +70,13 @@ class WordReader(OwnDropout, nn.Module):
     has_linear_start = False  # no softmax-free phase: the trainer skips linear start
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
-                 temporal: bool = True, dropout: float = 0.0, summed: bool = False, summed_out: bool = False):
+                 temporal: bool = True, dropout: float = 0.0, summed: bool = False, summed_out: bool = False,
+                 attention_supervision: float = 0.0):
         super().__init__()
-        if summed_out and not summed:
-            raise ValueError("summed_out takes the summed read to the answer's layer; it needs summed")
+        if (summed_out or attention_supervision) and not summed:
+            raise ValueError("summed_out and attention_supervision act on the summed read; they need summed")
         self.dim, self.memory_size, self.temporal, self.dropout, self.summed = dim, memory_size, temporal, dropout, summed
-        self.summed_out = summed_out
+        self.summed_out, self.attention_supervision = summed_out, attention_supervision
         self.linear = False  # the trainer's linear-start switch; this model has none
         d = dim
         self.emb = nn.Parameter(torch.zeros(vocab_size, d))  # E; values come from reset_parameters
@@ -124,7 +128,8 @@ class WordReader(OwnDropout, nn.Module):
         a = alpha @ words  # (B, Jq, 2d)
         found = [q, a, q * a, q - a]
         if self.summed:  # every story word through its own gate, summed: how many match, not which on average
-            gate = torch.sigmoid(score + self.gate_bias) * real_s.flatten(1)[:, None]  # (B, Jq, M J)
+            opens = score + self.gate_bias  # (B, Jq, M J) each gate's logit
+            gate = torch.sigmoid(opens) * real_s.flatten(1)[:, None]
             found.append(gate @ words)  # (B, Jq, 2d)
         h = self.compare(self.drop(torch.cat(found, -1)), real_q)  # (B, Jq, 2d)
         n = real_q.sum(1, keepdim=True).clamp(min=1)  # (B, 1)
@@ -138,6 +143,20 @@ class WordReader(OwnDropout, nn.Module):
         loss = None
         if bool(answered.any()):
             loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
+        if self.attention_supervision > 0:
+            loss = (0 if loss is None else loss) + self.attention_supervision * self.supervision(opens, real_s, batch)
         return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=logits.device),
                       halted=torch.zeros(B, dtype=torch.bool, device=logits.device), hop_logits=logits[:, None],
                       halt_probs=logits.new_ones(B, 1), loss=loss)
+
+    def supervision(self, opens: Tensor, real_s: Tensor, batch: Batch) -> Tensor:
+        """Binary cross-entropy of each sentence's gate toward [it is a supporting fact], over the
+        story's sentences: a sentence's gate logit is the highest of its words' for any question
+        word (B, Jq, M J) -> (B, M), so the summed read learns to count the facts that the
+        question needs and only those."""
+        B, M, J = real_s.shape
+        sentence = opens.masked_fill(~real_s.flatten(1)[:, None], -100.0).view(B, -1, M, J).amax(-1).amax(1)
+        facts = torch.zeros(B, M + 1, device=opens.device)  # (B, M + 1) the last column takes the -1s
+        facts.scatter_(1, batch.support.masked_fill(batch.support < 0, M), 1.0)
+        bce = F.binary_cross_entropy_with_logits(sentence.clamp(min=-100.0), facts[:, :M], reduction="none")
+        return (bce * real_s.any(-1)).sum()
