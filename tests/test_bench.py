@@ -320,17 +320,21 @@ def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
     assert "failed 1, tasks 2" in capsys.readouterr().out
 
 
-def test_the_readmes_word_reader_runs_are_words_words_drop_and_words_sum():
-    # the README trains the word reader with these flags, then adds dropout, then the summed read;
-    # docs/results.md reports them as `words`, `words_drop` and `words_sum`
+def test_the_readmes_word_reader_runs_are_the_benchs_words_variants():
+    # the README trains the word reader with these flags, then adds dropout, the summed read, the
+    # sum to the answer and the facts; docs/results.md reports them as `words`, `words_drop`,
+    # `words_sum`, `words_out` and `words_sup`
     from memnet import config
     flags = {"train.lr": 0.02, "train.random_noise": 0, "train.epochs": 150, "train.lr_decay_every": 37}
     runs = {"words": {"model.type": "words", **flags, "train.linear_start_epochs": 0}}
     runs["words_drop"] = {**runs["words"], "model.dropout": 0.2}
     runs["words_sum"] = {**runs["words_drop"], "model.summed": "true"}
+    runs["words_out"] = {**runs["words_sum"], "model.summed_out": "true"}
+    runs["words_sup"] = {**runs["words_out"], "train.attention_supervision": 1.0}
     for variant, run in runs.items():
         assert config.load(None, {**run, "train.restarts": 1}) == config.load(
             None, {**bench.recipe(variant), **bench.VARIANTS[variant], "train.restarts": 1}), variant
     text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
     assert "--model.type=words" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
-    assert "--model.dropout=0.2" in text and "--model.summed=true" in text
+    assert "--model.dropout=0.2" in text and "--model.summed=true" in text and "--model.summed_out=true" in text
+    assert "--train.attention_supervision=1.0" in text

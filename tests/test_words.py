@@ -160,6 +160,15 @@ def test_attention_supervision_pulls_each_sentence_gate_toward_the_supporting_fa
                                      time=torch.arange(M + 3).expand(B, -1))
         assert float(taught(padded).loss) == pytest.approx(float(taught(batch).loss), rel=1e-5)
     assert facts.any() and float(added) == pytest.approx(0.5 * float(bce[real.any(-1)].sum()), rel=1e-4)
+    # a question's padding (beside a longer question in a batch) opens no gate: its row of gate
+    # logits, here high where every real word's is low, is not read
+    Jq = batch.query.shape[1] + 1
+    real_q = torch.ones(B, Jq, dtype=torch.bool)
+    real_q[:, -1] = False
+    opens = torch.full((B, Jq, M * J), -5.0)
+    opens[:, -1] = 5.0
+    low = torch.nn.functional.binary_cross_entropy_with_logits(torch.full((B, M), -5.0), facts.float(), reduction="none")
+    assert float(taught.supervision(opens, real, real_q, batch)) == pytest.approx(float(low[real.any(-1)].sum()))
     unanswered = dataclasses.replace(batch, answer=torch.full_like(batch.answer, -1))  # the gates' loss alone
     with torch.no_grad():
         before = gates()

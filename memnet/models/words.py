@@ -144,18 +144,19 @@ class WordReader(OwnDropout, nn.Module):
         if bool(answered.any()):
             loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
         if self.attention_supervision > 0:
-            loss = (0 if loss is None else loss) + self.attention_supervision * self.supervision(opens, real_s, batch)
+            loss = (0 if loss is None else loss) + self.attention_supervision * self.supervision(opens, real_s, real_q, batch)
         return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=logits.device),
                       halted=torch.zeros(B, dtype=torch.bool, device=logits.device), hop_logits=logits[:, None],
                       halt_probs=logits.new_ones(B, 1), loss=loss)
 
-    def supervision(self, opens: Tensor, real_s: Tensor, batch: Batch) -> Tensor:
+    def supervision(self, opens: Tensor, real_s: Tensor, real_q: Tensor, batch: Batch) -> Tensor:
         """Binary cross-entropy of each sentence's gate toward [it is a supporting fact], over the
-        story's sentences: a sentence's gate logit is the highest of its words' for any question
+        story's sentences: a sentence's gate logit is the highest of its words' for any real question
         word (B, Jq, M J) -> (B, M), so the summed read learns to count the facts that the
         question needs and only those."""
         B, M, J = real_s.shape
-        sentence = opens.masked_fill(~real_s.flatten(1)[:, None], -100.0).view(B, -1, M, J).amax(-1).amax(1)
+        real = real_q[..., None] & real_s.flatten(1)[:, None]  # (B, Jq, M J) a question word and a story word
+        sentence = opens.masked_fill(~real, -100.0).view(B, -1, M, J).amax(-1).amax(1)
         facts = torch.zeros(B, M + 1, device=opens.device)  # (B, M + 1) the last column takes the -1s
         facts.scatter_(1, batch.support.masked_fill(batch.support < 0, M), 1.0)
         bce = F.binary_cross_entropy_with_logits(sentence.clamp(min=-100.0), facts[:, :M], reduction="none")
