@@ -145,6 +145,12 @@ class Batch:
             return self
         return dataclasses.replace(self, story=self.story[..., :m, :], time=self.time[..., :m])
 
+    def facts(self, slots: int) -> torch.Tensor:
+        """(N, slots) float: 1 where a memory slot holds one of the question's supporting facts."""
+        facts = torch.zeros(self.support.shape[0], slots + 1, device=self.support.device)  # the last takes the -1s
+        facts.scatter_(1, self.support.masked_fill(self.support < 0, slots), 1.0)
+        return facts[:, :slots]
+
     def to(self, device: str | torch.device) -> Batch:
         return Batch(*(t.to(device) for t in self._fields()))
 

@@ -324,9 +324,7 @@ class MemN2N(nn.Module):
             loss = loss - halt_probs.gather(1, want).clamp(min=1e-8).log().sum()
         if gates is not None:
             B, K, M = gates.shape
-            facts = torch.zeros(B, M + 1, device=gates.device)  # (B, M + 1) the last column takes the -1s
-            facts.scatter_(1, batch.support.masked_fill(batch.support < 0, M), 1.0)
-            bce = F.binary_cross_entropy_with_logits(gates.clamp(min=-100.0), facts[:, None, :M].expand(B, K, M),
+            bce = F.binary_cross_entropy_with_logits(gates.clamp(min=-100.0), batch.facts(M)[:, None].expand(B, K, M),
                                                      reduction="none")  # (B, K, M)
             loss = loss + (bce * allowed).sum()
         return loss

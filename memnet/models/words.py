@@ -157,7 +157,5 @@ class WordReader(OwnDropout, nn.Module):
         B, M, J = real_s.shape
         real = real_q[..., None] & real_s.flatten(1)[:, None]  # (B, Jq, M J) a question word and a story word
         sentence = opens.masked_fill(~real, -100.0).view(B, -1, M, J).amax(-1).amax(1)
-        facts = torch.zeros(B, M + 1, device=opens.device)  # (B, M + 1) the last column takes the -1s
-        facts.scatter_(1, batch.support.masked_fill(batch.support < 0, M), 1.0)
-        bce = F.binary_cross_entropy_with_logits(sentence.clamp(min=-100.0), facts[:, :M], reduction="none")
+        bce = F.binary_cross_entropy_with_logits(sentence.clamp(min=-100.0), batch.facts(M), reduction="none")
         return (bce * real_s.any(-1)).sum()
