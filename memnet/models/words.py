@@ -118,7 +118,7 @@ class WordReader(OwnDropout, nn.Module):
         in_memory = torch.arange(M, device=story.device) < batch.length[:, None]  # (B, M)
         real_s = (story != 0) & in_memory[..., None]  # (B, M, J)
         real_q = query != 0  # (B, Jq)
-        s = self.encode(self.drop(self.emb[story]), real_s)  # (B, M, J, 2d)
+        s = self.read_sentences(self.drop(self.emb[story]), real_s, in_memory)  # (B, M, J, 2d)
         if self.temporal:
             s = s + self.time[batch.time.clamp(max=self.memory_size - 1)][:, :, None] * real_s[..., None]
         q = self.encode(self.drop(self.emb[query]), real_q)  # (B, Jq, 2d)
@@ -148,6 +148,17 @@ class WordReader(OwnDropout, nn.Module):
         return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=logits.device),
                       halted=torch.zeros(B, dtype=torch.bool, device=logits.device), hop_logits=logits[:, None],
                       halt_probs=logits.new_ones(B, 1), loss=loss)
+
+    def read_sentences(self, x: Tensor, real_s: Tensor, in_memory: Tensor) -> Tensor:
+        """The encoder over the sentences in memory only, up to the last column any of them has a
+        word in: (B, M, J, d) -> (B, M, J, 2d), 0 at padding. The same numbers as the encoder over
+        the whole padded tensor (its outputs there are 0), at the cost of the real sentences: a
+        batch of joint training pads every story to its longest (qa3's 50 sentences)."""
+        B, M, J, _ = x.shape
+        j = int(real_s.any(1).any(0).nonzero().max()) + 1 if bool(real_s.any()) else 1
+        s = x.new_zeros(B, M, J, 2 * self.dim)
+        s[:, :, :j][in_memory] = self.encode(x[:, :, :j][in_memory], real_s[:, :, :j][in_memory])
+        return s
 
     def supervision(self, opens: Tensor, real_s: Tensor, real_q: Tensor, batch: Batch) -> Tensor:
         """Binary cross-entropy of each sentence's gate toward [it is a supporting fact], over the
