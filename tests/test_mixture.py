@@ -1,0 +1,119 @@
+"""Two readers mixed by a gate over the question's words (memnet/mixture.py, scripts/mix_readers.py):
+the gate learns from the question's words which reader is right, the mixture of two equal readers
+is that reader, the cross-fitted error scores each question with a gate that did not see it, and
+the script mixes two joint runs of `memnet train` into one bench record per task."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from memnet import generator, mixture
+from memnet.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def confident(right: torch.Tensor, answer: torch.Tensor, n_answers: int = 3) -> torch.Tensor:
+    """(N, A) log-probabilities: 0.9 on the answer where `right`, else 0.9 on the next class."""
+    target = torch.where(right, answer, (answer + 1) % n_answers)
+    p = torch.full((len(answer), n_answers), 0.1 / (n_answers - 1))
+    p[torch.arange(len(answer)), target] = 0.9
+    return p.log()
+
+
+def two_kinds(n=200, seed=0):
+    """Questions of two kinds (word 2 or word 3 in the question): reader A is right on the first,
+    reader B on the second."""
+    g = torch.Generator().manual_seed(seed)
+    kind = torch.arange(n) % 2 == 0
+    x = torch.zeros(n, 5)
+    x[kind, 2] = 1
+    x[~kind, 3] = 1
+    x[:, 4] = 1  # a word every question has
+    answer = torch.randint(3, (n,), generator=g)
+    return x, confident(kind, answer), confident(~kind, answer), answer, kind
+
+
+def test_the_gate_learns_from_the_question_words_which_reader_is_right():
+    x, a, b, answer, kind = two_kinds()
+    gate = mixture.Gate(5).fit(x, a, b, answer)
+    share = gate.share(x)
+    assert (share[kind] > 0.9).all() and (share[~kind] < 0.1).all()
+    assert (gate.mix(x, a, b).argmax(-1) == answer).all()  # each reader alone: half wrong
+    assert (a.argmax(-1) != answer).float().mean() == 0.5
+
+
+def test_the_mixture_is_a_distribution_and_of_equal_readers_that_reader():
+    x, a, b, answer, _ = two_kinds()
+    gate = mixture.Gate(5).fit(x, a, b, answer)
+    assert torch.allclose(gate.mix(x, a, b).exp().sum(-1), torch.ones(len(x)), atol=1e-5)
+    assert torch.allclose(gate.mix(x, a, a), a, atol=1e-5)
+    zero = mixture.Gate(5)  # g = 1/2 before fitting
+    assert torch.allclose(zero.mix(x, a, b).exp(), (a.exp() + b.exp()) / 2, atol=1e-6)
+
+
+def test_question_words_leave_out_padding_and_unknown_words():
+    class Questions:  # what question_words reads of a Batch
+        query = torch.tensor([[5, 3, 1, 0], [2, 2, 0, 0]])  # word ids; 0 padding, 1 <unk>
+
+        def __len__(self):
+            return 2
+
+    x = mixture.question_words(Questions(), 6)
+    assert x.tolist() == [[0, 0, 0, 1, 0, 1], [0, 0, 1, 0, 0, 0]]
+
+
+def test_the_crossfitted_error_is_scored_by_a_gate_that_did_not_see_the_question():
+    """Where which reader is right follows no word, a gate fitted on the questions themselves
+    can still learn them one by one (each question has its own word); fitted on the other half it
+    cannot, and about half are wrong."""
+    n = 200
+    g = torch.Generator().manual_seed(1)
+    right_a = torch.rand(n, generator=g) < 0.5
+    x = torch.eye(n)  # each question its own word: nothing carries over to another question
+    answer = torch.randint(3, (n,), generator=g)
+    a, b = confident(right_a, answer), confident(~right_a, answer)
+    tasks = torch.ones(n, dtype=torch.long)
+    fitted = mixture.Gate(n).fit(x, a, b, answer, steps=300, lr=0.5, l2=0.0)
+    assert (fitted.mix(x, a, b).argmax(-1) != answer).float().mean() < 0.05
+    wrong = mixture.crossfit_wrong(x, a, b, answer, tasks)
+    assert 0.35 < wrong.float().mean() < 0.65
+
+
+def test_mix_readers_joins_two_joint_runs_into_one_record_per_task(tmp_path):
+    data = tmp_path / "data"
+    for task in (1, 17):
+        generator.write_dataset(data, task, train=60, test=20, seed=0)
+    runs = {"mn": ["--model.dim=8", "--train.epochs=2"],
+            "words": ["--model.type=words", "--model.dim=8", "--model.hidden=8", "--train.joint_epochs=1"]}
+    for name, flags in runs.items():
+        assert main(["train", "--data", str(data), "--task", "1,17", "--out", str(tmp_path / name), "--quiet",
+                     "--config", "none", "--train.joint_dim=8", "--train.joint_epochs=2", *flags]) == 0
+    results = tmp_path / "mix.jsonl"
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(tmp_path / "mn"),
+                          str(tmp_path / "words"), "--results", str(results)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in results.read_text().splitlines()]
+    assert [r["task"] for r in records] == [1, 17] and {r["variant"] for r in records} == {"joint_mix"}
+    for r in records:
+        assert r["questions"] == 20 and 0 <= r["error"] <= 1 and 0 <= r["crossfit_valid_error"] <= 1
+        assert 0 < r["share_a"] < 1 and r["readers"] == [str(tmp_path / "mn"), str(tmp_path / "words")]
+        assert math.isclose(r["error"] * 20, round(r["error"] * 20), abs_tol=1e-6)
+    assert "mean test error" in out.stdout
+
+
+def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):
+    data = tmp_path / "data"
+    for task in (1, 17):
+        generator.write_dataset(data, task, train=40, test=10, seed=0)
+    for name, tasks in (("a", "1,17"), ("b", "1")):
+        assert main(["train", "--data", str(data), "--task", tasks, "--out", str(tmp_path / name), "--quiet",
+                     "--config", "none", "--model.dim=8", "--train.joint_dim=8", "--train.epochs=1",
+                     "--train.joint_epochs=1"]) == 0
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(tmp_path / "a"),
+                          str(tmp_path / "b"), "--results", str(tmp_path / "mix.jsonl")], capture_output=True, text=True)
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "was trained on tasks 1,17" in out.stderr and not (tmp_path / "mix.jsonl").exists()
