@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor
+from torch.nn import functional as F
 
 from memnet.data import Batch
 
@@ -27,6 +28,13 @@ def question_words(batch: Batch, vocab_size: int) -> Tensor:
     x.scatter_(1, batch.query.cpu(), 1.0)
     x[:, :2] = 0
     return x
+
+
+def mixed(z: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
+    """(N, A) log(g p_A + (1 − g) p_B) for g = σ(z), z (N,): log g and log(1 − g) as log-sigmoids,
+    finite where g rounds to 0 or 1."""
+    z = z[:, None]
+    return torch.logaddexp(logp_a + F.logsigmoid(z), logp_b + F.logsigmoid(-z))
 
 
 class Gate:
@@ -41,8 +49,7 @@ class Gate:
 
     def mix(self, x: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
         """(N, A) log p of the mixture, from the readers' log-probabilities (N, A) each."""
-        g = self.share(x)[:, None]
-        return torch.logaddexp(logp_a + torch.log(g), logp_b + torch.log1p(-g)).nan_to_num(neginf=-1e30)
+        return mixed(x @ self.w + self.c, logp_a, logp_b)
 
     def fit(self, x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, *, steps: int = 500,
             lr: float = 0.05, l2: float = 1e-3) -> Gate:
@@ -55,8 +62,7 @@ class Gate:
         x, logp_a, logp_b, answer = x[known], logp_a[known], logp_b[known], answer[known]
         with torch.enable_grad():
             for _ in range(steps):
-                g = torch.sigmoid(x @ w + c)[:, None]
-                logp = torch.logaddexp(logp_a + torch.log(g), logp_b + torch.log1p(-g))
+                logp = mixed(x @ w + c, logp_a, logp_b)
                 loss = -logp.gather(1, answer[:, None]).mean() + l2 * (w ** 2).sum()
                 optimizer.zero_grad()
                 loss.backward()

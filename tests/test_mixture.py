@@ -53,6 +53,12 @@ def test_the_mixture_is_a_distribution_and_of_equal_readers_that_reader():
     assert torch.allclose(gate.mix(x, a, a), a, atol=1e-5)
     zero = mixture.Gate(5)  # g = 1/2 before fitting
     assert torch.allclose(zero.mix(x, a, b).exp(), (a.exp() + b.exp()) / 2, atol=1e-6)
+    # where reader A is always the better, nothing bounds g below 1: fitted long, σ rounds to 1
+    one, first = torch.ones(50, 1), torch.zeros(50, dtype=torch.long)
+    better, worse = torch.tensor([[0.99, 0.01]]).log().expand(50, 2), torch.tensor([[0.3, 0.7]]).log().expand(50, 2)
+    sure = mixture.Gate(1).fit(one, better, worse, first, steps=2000, lr=2.0, l2=0.0)
+    assert torch.isfinite(sure.w).all() and sure.share(one).min() > 0.999
+    assert torch.allclose(sure.mix(one, better, worse), better, atol=1e-3)
 
 
 def test_question_words_leave_out_padding_and_unknown_words():
