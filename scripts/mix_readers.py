@@ -24,7 +24,8 @@ import torch
 from memnet import babi, checkpoint, mixture
 from memnet.data import task_name, task_number
 from memnet.errors import MemnetError
-from memnet.evaluation import evaluate, is_failed, predict
+from memnet.evaluation import is_failed, metrics, predict
+from memnet.models.result import Result
 from memnet.train import load_data
 
 SPLITS = ("valid", "test")
@@ -39,9 +40,13 @@ def reader(run: Path, data_dir: Path | None) -> dict[str, Any]:
     return {"run": run, "model": model, "cfg": cfg, "vocab": vocab, **{s: data[s] for s in SPLITS}}
 
 
-def log_probs(r: dict[str, Any], split: str) -> torch.Tensor:
+def answers(r: dict[str, Any], split: str) -> Result:
     with torch.no_grad():
-        return predict(r["model"], r[split]).logits.float().log_softmax(-1).cpu()
+        return Result(*(t if t is None else t.cpu() for t in predict(r["model"], r[split])))
+
+
+def log_probs(result: Result) -> torch.Tensor:
+    return result.logits.float().log_softmax(-1)
 
 
 def mix(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
@@ -55,13 +60,14 @@ def mix(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
             raise MemnetError(f"{a['run']} and {b['run']}: their {s} questions differ")
     V = len(a["vocab"])
     x = {s: mixture.question_words(a[s], V) for s in SPLITS}
-    lp = {s: (log_probs(a, s), log_probs(b, s)) for s in SPLITS}
+    results = {s: (answers(a, s), answers(b, s)) for s in SPLITS}
+    lp = {s: (log_probs(results[s][0]), log_probs(results[s][1])) for s in SPLITS}
     answer = {s: a[s].answer.cpu() for s in SPLITS}
     tasks = {s: a[s].task.cpu() for s in SPLITS}
     gate = mixture.Gate(V).fit(x["valid"], *lp["valid"], answer["valid"])
     wrong = {s: gate.mix(x[s], *lp[s]).argmax(-1) != answer[s] for s in SPLITS}
     cross = mixture.crossfit_wrong(x["valid"], *lp["valid"], answer["valid"], tasks["valid"])
-    hops = evaluate(a["model"], a["test"])["tasks"]
+    hops = metrics(results["test"][0], a["test"].to("cpu"))["tasks"]  # A's attention, hop by hop
     share = gate.share(x["test"])
     records = []
     for t in babi.parse_tasks(a["cfg"].data.task):
