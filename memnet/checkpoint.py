@@ -9,6 +9,9 @@ half a file), read back with torch.load(weights_only=True) (no pickled code runs
     vocab        {"itos": [...], "answers": [...], "question_forms": [...]} (forms: memnet.forms)
     step         optimizer steps taken
     best_metric  validation accuracy of these weights
+    mixture      only in a mixture of two readers (`memnet mix`): {"config", "vocab"} of reader B
+                 and "readers", the two run folders; config and vocab above are reader A's, and
+                 state_dict holds both readers and the gate (memnet.models.mixture)
 
 The trainer's resume file (RUN/last.pt, see memnet.run) uses the same writer and reader with
 other keys. Checkpoints of format memnet-1 (a seed dimension on every parameter, one flat
@@ -30,7 +33,8 @@ from memnet.files import atomic_write
 from memnet.config import MODEL_TYPES, Config, MemN2NConfig
 from memnet.data import Vocab
 from memnet.errors import MemnetError
-from memnet.models import build_model
+from memnet.models import Mixture, build_model
+from memnet.models.mixture import word_map
 
 FORMAT = "memnet-2"
 
@@ -107,6 +111,9 @@ def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, A
         cfg = config_module.from_dict(payload["config"])
         vocab = Vocab.from_dict(payload["vocab"])
         model = build_model(cfg, vocab)
+        if "mixture" in payload:
+            b_cfg, b_vocab = config_module.from_dict(payload["mixture"]["config"]), Vocab.from_dict(payload["mixture"]["vocab"])
+            model = Mixture(model, build_model(b_cfg, b_vocab), word_map(vocab, b_vocab), (cfg.model.type, b_cfg.model.type))
         model.load_state_dict(payload["state_dict"])
     except MemnetError as e:
         raise MemnetError(f"{path}: the checkpoint's config does not load ({e})") from None

@@ -76,7 +76,8 @@ def _hop_table(result: Result, batch: Batch) -> dict[str, torch.Tensor]:
 
 def metrics(result: Result, batch: Batch) -> dict[str, Any]:
     """Accuracy, hop accuracy, chain accuracy, support recall, hops used and each hop's answer
-    accuracy (the answer had the model stopped after hop k, taken or not); also per task."""
+    accuracy (the answer had the model stopped after hop k, taken or not); for a mixture of two
+    readers also reader A's mean share (share_a); also per task."""
     correct = result.logits.argmax(-1) == batch.answer  # (N,)
     hop_correct = result.hop_logits.argmax(-1) == batch.answer[:, None]  # (N, K) â_k right
     t = _hop_table(result, batch)
@@ -103,6 +104,7 @@ def metrics(result: Result, batch: Batch) -> dict[str, Any]:
             "mean_facts": float(batch.n_support[rows].float().mean()) if n else 0.0,
             "hops_by_facts": {f: dict(sorted(c.items())) for f, c in sorted(by_facts.items())},
             "hop_answer_accuracy": hop_correct[rows].float().mean(0).tolist() if n else [0.0] * hop_correct.shape[1],
+            **({"share_a": float(result.share[rows].mean()) if n else 0.0} if result.share is not None else {}),
         }
 
     out = summary(torch.ones_like(correct))
@@ -122,13 +124,16 @@ def percents(values: list[float | None]) -> str:
 
 def task_table(m: dict) -> str:
     """One row per task and one for all: questions, accuracy, error, hop accuracy, chain
-    accuracy, support recall, mean hops and mean supporting facts."""
-    lines = [f"{'task':>5} {'n':>5} {'acc':>6} {'error':>6} {'hop acc':>20} {'chain':>6} {'recall':>6} {'hops':>5} {'facts':>5}"]
+    accuracy, support recall, mean hops and mean supporting facts; for a mixture, reader A's
+    mean share of the answer."""
+    share = "share_a" in m
+    lines = [f"{'task':>5} {'n':>5} {'acc':>6} {'error':>6} {'hop acc':>20} {'chain':>6} {'recall':>6} {'hops':>5} {'facts':>5}"
+             + (f" {'A share':>7}" if share else "")]
     for name, t in [*m["tasks"].items(), ("all", m)]:
         recall = "-" if t["support_recall"] is None else f"{100 * t['support_recall']:.1f}"
         lines.append(f"{name:>5} {t['n']:5d} {100 * t['accuracy']:6.1f} {100 * t['error']:6.1f} "
                      f"{percents(t['hop_accuracy']):>20} {100 * t['chain_accuracy']:6.1f} {recall:>6} "
-                     f"{t['mean_hops']:5.2f} {t['mean_facts']:5.2f}")
+                     f"{t['mean_hops']:5.2f} {t['mean_facts']:5.2f}" + (f" {t['share_a']:7.2f}" if share else ""))
     return "\n".join(lines)
 
 

@@ -67,6 +67,7 @@ class Table:
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
     declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
     summed: list[float] = field(default_factory=list)  # answer_reads sum: each memory's gate at the hop answered from
+    readers: list[tuple[str, float]] = field(default_factory=list)  # a mixture (memnet mix): each reader's share of the answer
 
     @property
     def reads_nothing(self) -> bool:
@@ -150,6 +151,8 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
             heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
             summed=[round(float(g), 6) for g in result.gates[r, hops - 1, :n].flip(-1)] if result.gates is not None else [],
+            readers=[(model.names[0], float(result.share[r])), (model.names[1], 1 - float(result.share[r]))]
+            if result.share is not None else [],
         ))
     return tables
 
@@ -204,6 +207,11 @@ def _cell(table: Table, hop: int, row: int) -> tuple[str, str]:
     return f" {value} ", "plain"
 
 
+def _readers_line(table: Table) -> str:
+    (a, share), (b, rest) = table.readers
+    return (f"readers: {a} {share:.2f}, {b} {rest:.2f} (the answer mixes theirs; the {table.step}s shown are {a}'s)")
+
+
 def _summary_lines(table: Table) -> list[str]:
     gold = table.answer if table.answer is not None else "(none given)"
     verdict = {True: "  correct", False: "  WRONG", None: ""}[table.correct]
@@ -211,6 +219,8 @@ def _summary_lines(table: Table) -> list[str]:
     lines += [f"answer: {table.prediction} (p={table.probability:.2f})   gold: {gold}{verdict}",
               f"{table.step}s used: {table.hops_used} of {table.max_hops} (stopped: {table.stop_reason})",
               "had it stopped after: " + "   ".join(f"{table.step} {k + 1}: {a} ({p:.2f})" for k, (a, p) in enumerate(table.hop_answers))]
+    if table.readers:
+        lines.append(_readers_line(table))
     if table.forgotten:
         lines.append(f"({table.forgotten} older sentence(s) fell out of the {len(table.memories)}-slot memory)")
     return lines
@@ -294,6 +304,8 @@ def render_markdown(table: Table) -> str:
                 for row, (line_id, sentence) in enumerate(table.memories)]
     out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {safe.markdown(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
+    if table.readers:
+        out += ["", _readers_line(table)]
     return "\n".join(out) + "\n"
 
 
@@ -318,6 +330,7 @@ def to_dict(table: Table) -> dict:
         "nothing": table.nothing,
         **({"heads": table.heads} if table.heads else {}),
         **({"summed": table.summed} if table.summed else {}),
+        **({"readers": [{"reader": name, "share": w} for name, w in table.readers]} if table.readers else {}),
         "chosen": [ids[row] for row in table.chosen],
         "masked": [[ids[row] for row in hop] for hop in table.masked],
         "support": [ids[row] for row in table.support],

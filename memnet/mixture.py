@@ -12,29 +12,30 @@ questions. On the questions a reader was trained on, both are right almost every
 memory network is 97.7% right on its training questions and 90% on valid), so the training
 questions cannot tell the gate which reader to trust; questions neither reader has seen can.
 The gate sees no task number: only the question's words.
+
+`memnet mix RUN_A RUN_B --out RUN` (load_pair, fit, payload) writes the mixture as a checkpoint
+that `memnet eval`, `inspect` and `ask` load like any other (memnet.models.mixture);
+scripts/mix_readers.py scores it as a column of the benchmark.
 """
 from __future__ import annotations
 
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
 import torch
 from torch import Tensor
-from torch.nn import functional as F
 
-from memnet.data import Batch
+from memnet import checkpoint
+from memnet.config import Config
+from memnet.data import Batch, Vocab, task_name, task_number
+from memnet.errors import MemnetError
+from memnet.evaluation import predict
+from memnet.models import Mixture, Result
+from memnet.models.mixture import mixed, question_words, word_map
 
-
-def question_words(batch: Batch, vocab_size: int) -> Tensor:
-    """(N, V) float: 1 where the question has the word (padding and <unk> left out)."""
-    x = torch.zeros(len(batch), vocab_size)
-    x.scatter_(1, batch.query.cpu(), 1.0)
-    x[:, :2] = 0
-    return x
-
-
-def mixed(z: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
-    """(N, A) log(g p_A + (1 − g) p_B) for g = σ(z), z (N,): log g and log(1 − g) as log-sigmoids,
-    finite where g rounds to 0 or 1."""
-    z = z[:, None]
-    return torch.logaddexp(logp_a + F.logsigmoid(z), logp_b + F.logsigmoid(-z))
+__all__ = ["Gate", "Reader", "crossfit_wrong", "error", "fit", "load_pair", "log_probs", "mixed", "payload", "question_words", "valid_rows"]
 
 
 class Gate:
@@ -84,3 +85,91 @@ def crossfit_wrong(x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, ta
         gate = Gate(x.shape[1]).fit(x[~part], logp_a[~part], logp_b[~part], answer[~part])
         wrong[part] = (gate.mix(x, logp_a, logp_b).argmax(-1) != answer)[part]
     return wrong
+
+
+@dataclass
+class Reader:
+    """A trained run: its model, config and vocabulary, and where it came from."""
+    run: Path
+    model: torch.nn.Module
+    cfg: Config
+    vocab: Vocab
+
+
+def load_pair(run_a: str | Path, run_b: str | Path) -> tuple[Reader, Reader]:
+    """The two run folders' models (RUN/model.pt), refused with a clear error unless they were
+    trained on the same tasks with the same answers, words and memory size."""
+    a, b = (Reader(Path(run), *checkpoint.load(Path(run) / "model.pt")[:3]) for run in (run_a, run_b))
+    for r in (a, b):
+        if isinstance(r.model, Mixture):
+            raise MemnetError(f"{r.run}: already a mixture of two readers; mix two trained runs")
+    if a.cfg.data.task != b.cfg.data.task:
+        raise MemnetError(f"{a.run} was trained on tasks {a.cfg.data.task}, {b.run} on {b.cfg.data.task}")
+    if a.vocab.answers != b.vocab.answers:
+        raise MemnetError(f"{a.run} and {b.run} have different answer classes: not trained on the same data")
+    extra = sorted(set(b.vocab.itos) - set(a.vocab.itos))
+    if extra:
+        raise MemnetError(f"{b.run} knows words {a.run} never saw ({' '.join(extra[:5])}): not trained on the same data")
+    if a.cfg.data.memory_size != b.cfg.data.memory_size:
+        raise MemnetError(f"{a.run} reads {a.cfg.data.memory_size} memories, {b.run} {b.cfg.data.memory_size}: "
+                          f"train both with the same data.memory_size")
+    return a, b
+
+
+def join(a: Reader, b: Reader) -> Mixture:
+    """The two readers as one model, the gate at g = 1/2."""
+    return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type)).eval()
+
+
+def log_probs(results: tuple[Result, Result]) -> tuple[Tensor, Tensor]:
+    return tuple(r.logits.float().log_softmax(-1) for r in results)
+
+
+def fit(a: Reader, b: Reader, valid: Batch) -> Mixture:
+    """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words)."""
+    model = join(a, b)
+    with torch.no_grad():
+        lp = log_probs(model.readers(valid))
+    gate = Gate(len(a.vocab)).fit(question_words(valid, len(a.vocab)), *lp, valid.answer)
+    model.gate_w.copy_(gate.w)
+    model.gate_c.copy_(gate.c)
+    return model
+
+
+def valid_rows(model: Mixture, valid: Batch, tasks: list) -> tuple[float, list[dict[str, Any]]]:
+    """The mixture's error on all of `valid`, and per task: its error (its gate fitted on these
+    questions), the cross-fitted error (each question scored by a gate fitted on the other half of
+    its task's questions), reader A's mean share and each reader's error alone."""
+    with torch.no_grad():
+        results = model.readers(valid)
+        lp = log_probs(results)
+        mix = predict(model, valid)
+    x = question_words(valid, len(model.words))
+    cross = crossfit_wrong(x, *lp, valid.answer, valid.task)
+    rows = []
+    for t in tasks:
+        n = task_number(t)
+        here = valid.task == n
+        rows.append({"task": task_name(n), "valid_error": error(mix.logits, valid.answer, here),
+                     "crossfit_valid_error": float(cross[here].float().mean()),
+                     "share_a": float(mix.share[here].mean()),
+                     "valid_error_a": error(lp[0], valid.answer, here), "valid_error_b": error(lp[1], valid.answer, here)})
+    return error(mix.logits, valid.answer, torch.ones_like(valid.answer, dtype=torch.bool)), rows
+
+
+def error(logits: Tensor, answer: Tensor, rows: Tensor) -> float:
+    """The share of `rows` (N,) bool whose argmax of `logits` (N, A) is not `answer`."""
+    return float((logits.argmax(-1) != answer)[rows].float().mean())
+
+
+def payload(model: Mixture, a: Reader, b: Reader, valid_accuracy: float) -> dict[str, Any]:
+    """The mixture's checkpoint (memnet.checkpoint: reader A's config and vocabulary, B's under
+    "mixture")."""
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    out = checkpoint.model_payload(state, a.cfg, a.vocab, 0, valid_accuracy)
+    out["mixture"] = {"config": b.cfg.to_dict(), "vocab": b.vocab.to_dict(), "readers": [str(a.run), str(b.run)]}
+    return out
+
+
+def mean(rows: list[dict[str, Any]], key: str) -> float:
+    return statistics.fmean(r[key] for r in rows)

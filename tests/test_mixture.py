@@ -8,10 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
-from memnet import generator, mixture
+from memnet import checkpoint, generator, mixture
 from memnet.cli import main
+from memnet.data import Vocab, encode_tasks, read_splits
+from memnet.evaluation import predict
+from memnet.models.mixture import word_map
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -89,26 +93,88 @@ def test_the_crossfitted_error_is_scored_by_a_gate_that_did_not_see_the_question
     assert 0.35 < wrong.float().mean() < 0.65
 
 
-def test_mix_readers_joins_two_joint_runs_into_one_record_per_task(tmp_path):
-    data = tmp_path / "data"
-    for task in (1, 17):
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """A joint memory network (each answer phrase a word of its own) and a joint word reader on
+    generated qa1 and qa19 (paths: answers such as 'n,e')."""
+    root = tmp_path_factory.mktemp("two_runs")
+    data = root / "data"
+    for task in (1, 19):
         generator.write_dataset(data, task, train=60, test=20, seed=0)
-    runs = {"mn": ["--model.dim=8", "--train.epochs=2"],
+    runs = {"mn": ["--model.dim=8", "--train.epochs=2", "--model.phrase_answers=true"],
             "words": ["--model.type=words", "--model.dim=8", "--model.hidden=8", "--train.joint_epochs=1"]}
     for name, flags in runs.items():
-        assert main(["train", "--data", str(data), "--task", "1,17", "--out", str(tmp_path / name), "--quiet",
+        assert main(["train", "--data", str(data), "--task", "1,19", "--out", str(root / name), "--quiet",
                      "--config", "none", "--train.joint_dim=8", "--train.joint_epochs=2", *flags]) == 0
+    return root
+
+
+def test_mix_readers_joins_two_joint_runs_into_one_record_per_task(two_runs, tmp_path):
     results = tmp_path / "mix.jsonl"
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(tmp_path / "mn"),
-                          str(tmp_path / "words"), "--results", str(results)], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(two_runs / "mn"),
+                          str(two_runs / "words"), "--results", str(results)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["task"] for r in records] == [1, 17] and {r["variant"] for r in records} == {"joint_mix"}
+    assert [r["task"] for r in records] == [1, 19] and {r["variant"] for r in records} == {"joint_mix"}
     for r in records:
         assert r["questions"] == 20 and 0 <= r["error"] <= 1 and 0 <= r["crossfit_valid_error"] <= 1
-        assert 0 < r["share_a"] < 1 and r["readers"] == [str(tmp_path / "mn"), str(tmp_path / "words")]
+        assert 0 < r["share_a"] < 1 and r["readers"] == [str(two_runs / "mn"), str(two_runs / "words")]
         assert math.isclose(r["error"] * 20, round(r["error"] * 20), abs_tol=1e-6)
     assert "mean test error" in out.stdout
+
+
+def test_word_map_reads_one_vocabulary_in_the_other():
+    a = Vocab(["<pad>", "<unk>", "apple", "n,e", "john"], ["apple", "n,e"])  # a phrase word B lacks
+    b = Vocab(["<pad>", "<unk>", "apple", "john"], ["apple", "n,e"])
+    assert word_map(a, b).tolist() == [0, 1, 2, 1, 3]
+
+
+def test_memnet_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tmp_path, capsys):
+    """The mixture's answers are the gate's mix of each reader's answers on its own encoding of the
+    questions (reader B's vocabulary differs from A's), and eval, inspect and ask load it."""
+    out = tmp_path / "mix"
+    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "mean" in printed and f"wrote {out / 'model.pt'}" in printed
+    record = json.loads((out / "metrics.jsonl").read_text())
+    assert [r["task"] for r in record["tasks"]] == ["1", "19"] and record["readers"] == ["memn2n", "words"]
+
+    model, cfg, vocab, _ = checkpoint.load(out / "model.pt")
+    assert isinstance(model, mixture.Mixture) and cfg.model.type == "memn2n"
+    a, b = mixture.load_pair(two_runs / "mn", two_runs / "words")
+    assert a.vocab.itos != b.vocab.itos  # the memory network's phrase answers are words of its own
+    splits = read_splits(cfg.data.dir, [1, 19], cfg.data.valid_fraction)
+    test_a = encode_tasks(splits["test"], a.vocab, cfg.data.memory_size)
+    test_b = encode_tasks(splits["test"], b.vocab, cfg.data.memory_size)
+    lp_a, lp_b = predict(a.model, test_a).logits.log_softmax(-1), predict(b.model, test_b).logits.log_softmax(-1)
+    gate = mixture.Gate(len(vocab))
+    gate.w, gate.c = model.gate_w, model.gate_c
+    result = predict(model, test_a)
+    assert torch.allclose(result.logits, gate.mix(mixture.question_words(test_a, len(vocab)), lp_a, lp_b), atol=1e-5)
+    assert not torch.allclose(lp_a, lp_b, atol=1e-3) and (gate.w != 0).any()  # two readers, a fitted gate
+
+    assert main(["eval", "--checkpoint", str(out), "--json"]) == 0
+    m = json.loads(capsys.readouterr().out)
+    wrong = (result.logits.argmax(-1) != test_a.answer).float().mean()
+    assert math.isclose(m["error"], float(wrong), abs_tol=1e-6) and 0 < m["share_a"] < 1
+    assert main(["inspect", "--checkpoint", str(out), "--task", "19", "--index", "0"]) == 0
+    assert "readers: memn2n" in capsys.readouterr().out
+    story = tmp_path / "story.txt"
+    story.write_text(splits["test"][1][0].facts[0].text.join(["1 ", ".\n"]) + "2 " + splits["test"][1][0].question.text + "\n")
+    assert main(["ask", "--checkpoint", str(out), "--story", str(story)]) == 0
+    assert "readers: memn2n" in capsys.readouterr().out
+
+
+def test_memnet_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "model.pt").write_bytes(b"another run")
+    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(taken)]) == 2
+    assert "holds another run" in capsys.readouterr().err and (taken / "model.pt").read_bytes() == b"another run"
+    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(two_runs / "mn"), "--force"]) == 2
+    assert "own run folder" in capsys.readouterr().err and checkpoint.load(two_runs / "mn" / "model.pt")
+    assert main(["mix", str(two_runs / "mn"), str(tmp_path / "nothing"), "--out", str(tmp_path / "new")]) == 2
+    assert "no such checkpoint file" in capsys.readouterr().err and not (tmp_path / "new").exists()
 
 
 def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):

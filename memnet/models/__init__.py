@@ -14,12 +14,13 @@ from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig, 
 from memnet.data import Vocab
 from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
+from memnet.models.mixture import Mixture
 from memnet.models.pairs import PairReader
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
 from memnet.models.words import WordReader
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Mixture", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters"]
 
 
 def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:

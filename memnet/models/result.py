@@ -20,6 +20,9 @@ class Result(NamedTuple):
     # (B, K, M) answer_reads sum: each hop's gate σ(z_i) on each memory, what its summed read-out
     # counted (0 for padding); None for other models
     gates: Tensor | None = None
+    # (B,) a mixture of two readers (memnet.models.mixture): reader A's weight in the answer;
+    # None for other models
+    share: Tensor | None = None
 
 
 HALT_REASONS = ("max hops", "halted")  # indexed by Result.halted

@@ -1,0 +1,68 @@
+"""Two trained readers and a gate over the question's words, as one model (`memnet mix`).
+
+    g(q) = σ(w · x(q) + c)                       x(q): which vocabulary words the question has
+    p(a | story, q) = g(q) p_A(a) + (1 − g(q)) p_B(a)
+
+The batch comes encoded with reader A's vocabulary; reader B reads the same words through its
+own ids (`words`). Attention, hops and halting are reader A's (the memory network, whose hops
+are what inspect shows); the answer, and each hop's answer, is the mixture's, and `share` says
+how much of it is reader A's. memnet.mixture fits w and c.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+from memnet.data import Batch, Vocab
+from memnet.models.result import Result
+
+
+def question_words(batch: Batch, vocab_size: int) -> Tensor:
+    """(N, V) float: 1 where the question has the word (padding and <unk> left out)."""
+    x = torch.zeros(len(batch), vocab_size, device=batch.query.device)
+    x.scatter_(1, batch.query, 1.0)
+    x[:, :2] = 0
+    return x
+
+
+def mixed(z: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
+    """log(g p_A + (1 − g) p_B) for g = σ(z), z (N,) and log-probabilities (N, A) or (N, K, A)
+    (p_B may be (N, 1, A)): log g and log(1 − g) as log-sigmoids, finite where g rounds to 0 or 1."""
+    z = z.reshape(z.shape + (1,) * (logp_a.dim() - 1))
+    return torch.logaddexp(logp_a + F.logsigmoid(z), logp_b + F.logsigmoid(-z))
+
+
+def word_map(a: Vocab, b: Vocab) -> Tensor:
+    """(len(a),) long: each of vocabulary a's word ids as vocabulary b's id (1, <unk>, where b
+    lacks the word; padding stays 0)."""
+    return torch.tensor([0] + [b.stoi.get(w, 1) for w in a.itos[1:]], dtype=torch.long)
+
+
+class Mixture(nn.Module):
+    def __init__(self, a: nn.Module, b: nn.Module, words: Tensor, names: tuple[str, str] = ("A", "B")):
+        super().__init__()
+        self.a, self.b, self.names = a, b, names
+        self.register_buffer("words", words)  # (V_A,) A's word ids in B's vocabulary
+        self.register_buffer("gate_w", torch.zeros(len(words)))  # w: one weight per question word
+        self.register_buffer("gate_c", torch.zeros(()))  # c: g = 1/2 before fitting
+        self.linear = False
+
+    def gate(self, batch: Batch) -> Tensor:
+        """(N,) z, the gate's logit: g = σ(z) is reader A's share."""
+        return question_words(batch, len(self.words)) @ self.gate_w + self.gate_c
+
+    def readers(self, batch: Batch) -> tuple[Result, Result]:
+        """Each reader's own result (B reading the batch through its ids)."""
+        as_b = dataclasses.replace(batch, story=self.words[batch.story], query=self.words[batch.query])
+        return self.a(batch), self.b(as_b)
+
+    def forward(self, batch: Batch) -> Result:
+        a, b = self.readers(batch)
+        z = self.gate(batch)
+        logp_b = b.logits.log_softmax(-1)
+        return a._replace(logits=mixed(z, a.logits.log_softmax(-1), logp_b),
+                          hop_logits=mixed(z, a.hop_logits.log_softmax(-1), logp_b[:, None]),
+                          loss=None, share=torch.sigmoid(z))
