@@ -175,6 +175,18 @@ def test_memnet_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
     assert "own run folder" in capsys.readouterr().err and checkpoint.load(two_runs / "mn" / "model.pt")
     assert main(["mix", str(two_runs / "mn"), str(tmp_path / "nothing"), "--out", str(tmp_path / "new")]) == 2
     assert "no such checkpoint file" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "model.pt").write_text("not a checkpoint\n")
+    assert main(["mix", str(two_runs / "mn"), str(broken), "--out", str(tmp_path / "new")]) == 2
+    err = capsys.readouterr().err
+    assert f"{broken / 'model.pt'}: not a readable memnet checkpoint" in err and "Traceback" not in err
+    assert not (tmp_path / "new").exists()
+    mix = tmp_path / "mix"  # a mixture is not a reader to mix again
+    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix)]) == 0
+    capsys.readouterr()
+    assert main(["mix", str(mix), str(two_runs / "words"), "--out", str(tmp_path / "new")]) == 2
+    assert "already a mixture of two readers" in capsys.readouterr().err and not (tmp_path / "new").exists()
 
 
 def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):
