@@ -35,7 +35,7 @@ from memnet.evaluation import predict
 from memnet.models import Mixture, Result
 from memnet.models.mixture import mixed, question_words, word_map
 
-__all__ = ["Gate", "Reader", "crossfit_wrong", "error", "fit", "load_pair", "log_probs", "mixed", "payload", "question_words", "valid_rows"]
+__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words", "valid_rows"]
 
 
 class Gate:
@@ -121,16 +121,23 @@ def join(a: Reader, b: Reader) -> Mixture:
     return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type)).eval()
 
 
-def log_probs(results: tuple[Result, Result]) -> tuple[Tensor, Tensor]:
+def answers(model: Mixture, batch: Batch) -> tuple[Result, Result, Result]:
+    """(the mixture's, reader A's, reader B's) Results on `batch` (in A's words), each reader run
+    once, in chunks (memnet.evaluation.predict)."""
+    a, b = predict(model.a, batch), predict(model.b, model.as_b(batch))
+    with torch.no_grad():
+        return model.combine(batch, a, b), a, b
+
+
+def log_probs(*results: Result) -> tuple[Tensor, ...]:
     return tuple(r.logits.float().log_softmax(-1) for r in results)
 
 
 def fit(a: Reader, b: Reader, valid: Batch) -> Mixture:
     """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words)."""
     model = join(a, b)
-    with torch.no_grad():
-        lp = log_probs(model.readers(valid))
-    gate = Gate(len(a.vocab)).fit(question_words(valid, len(a.vocab)), *lp, valid.answer)
+    _, *alone = answers(model, valid)
+    gate = Gate(len(a.vocab)).fit(question_words(valid, len(a.vocab)), *log_probs(*alone), valid.answer)
     model.gate_w.copy_(gate.w)
     model.gate_c.copy_(gate.c)
     return model
@@ -140,12 +147,9 @@ def valid_rows(model: Mixture, valid: Batch, tasks: list) -> tuple[float, list[d
     """The mixture's error on all of `valid`, and per task: its error (its gate fitted on these
     questions), the cross-fitted error (each question scored by a gate fitted on the other half of
     its task's questions), reader A's mean share and each reader's error alone."""
-    with torch.no_grad():
-        results = model.readers(valid)
-        lp = log_probs(results)
-        mix = predict(model, valid)
-    x = question_words(valid, len(model.words))
-    cross = crossfit_wrong(x, *lp, valid.answer, valid.task)
+    mix, *alone = answers(model, valid)
+    lp = log_probs(*alone)
+    cross = crossfit_wrong(question_words(valid, len(model.words)), *lp, valid.answer, valid.task)
     rows = []
     for t in tasks:
         n = task_number(t)

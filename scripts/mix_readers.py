@@ -25,7 +25,7 @@ import torch
 from memnet import babi, mixture
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
-from memnet.evaluation import is_failed, metrics, predict
+from memnet.evaluation import is_failed, metrics
 
 SPLITS = ("valid", "test")
 
@@ -40,9 +40,8 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str
     model = mixture.fit(a, b, data["valid"])
     _, valid = mixture.valid_rows(model, data["valid"], tasks)
     test = data["test"]
-    with torch.no_grad():
-        result = predict(model, test)
-        alone = mixture.log_probs(model.readers(test))
+    result, *readers = mixture.answers(model, test)
+    alone = mixture.log_probs(*readers)
     hops = metrics(result, test)["tasks"]  # A's attention, hop by hop
     records = []
     for t, v in zip(tasks, valid):

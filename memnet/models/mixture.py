@@ -54,15 +54,17 @@ class Mixture(nn.Module):
         """(N,) z, the gate's logit: g = σ(z) is reader A's share."""
         return question_words(batch, len(self.words)) @ self.gate_w + self.gate_c
 
-    def readers(self, batch: Batch) -> tuple[Result, Result]:
-        """Each reader's own result (B reading the batch through its ids)."""
-        as_b = dataclasses.replace(batch, story=self.words[batch.story], query=self.words[batch.query])
-        return self.a(batch), self.b(as_b)
+    def as_b(self, batch: Batch) -> Batch:
+        """The batch in reader B's word ids."""
+        return dataclasses.replace(batch, story=self.words[batch.story], query=self.words[batch.query])
 
-    def forward(self, batch: Batch) -> Result:
-        a, b = self.readers(batch)
+    def combine(self, batch: Batch, a: Result, b: Result) -> Result:
+        """The mixture's Result from each reader's on the same questions."""
         z = self.gate(batch)
         logp_b = b.logits.log_softmax(-1)
         return a._replace(logits=mixed(z, a.logits.log_softmax(-1), logp_b),
                           hop_logits=mixed(z, a.hop_logits.log_softmax(-1), logp_b[:, None]),
                           loss=None, share=torch.sigmoid(z))
+
+    def forward(self, batch: Batch) -> Result:
+        return self.combine(batch, self.a(batch), self.b(self.as_b(batch)))
