@@ -35,7 +35,7 @@ from memnet.evaluation import predict
 from memnet.models import Mixture, Result
 from memnet.models.mixture import mixed, question_words, word_map
 
-__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words", "valid_rows"]
+__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words"]
 
 
 class Gate:
@@ -133,23 +133,22 @@ def log_probs(*results: Result) -> tuple[Tensor, ...]:
     return tuple(r.logits.float().log_softmax(-1) for r in results)
 
 
-def fit(a: Reader, b: Reader, valid: Batch) -> Mixture:
-    """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words)."""
+def fit(a: Reader, b: Reader, valid: Batch, tasks: list) -> tuple[Mixture, float, list[dict[str, Any]]]:
+    """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words), each
+    reader answering valid once; with the mixture's error on all of valid, and per task: its error
+    (its gate fitted on these questions), the cross-fitted error (each question scored by a gate
+    fitted on the other half of its task's questions), reader A's mean share and each reader's
+    error alone."""
     model = join(a, b)
     _, *alone = answers(model, valid)
-    gate = Gate(len(a.vocab)).fit(question_words(valid, len(a.vocab)), *log_probs(*alone), valid.answer)
+    lp = log_probs(*alone)
+    x = question_words(valid, len(a.vocab))
+    gate = Gate(len(a.vocab)).fit(x, *lp, valid.answer)
     model.gate_w.copy_(gate.w)
     model.gate_c.copy_(gate.c)
-    return model
-
-
-def valid_rows(model: Mixture, valid: Batch, tasks: list) -> tuple[float, list[dict[str, Any]]]:
-    """The mixture's error on all of `valid`, and per task: its error (its gate fitted on these
-    questions), the cross-fitted error (each question scored by a gate fitted on the other half of
-    its task's questions), reader A's mean share and each reader's error alone."""
-    mix, *alone = answers(model, valid)
-    lp = log_probs(*alone)
-    cross = crossfit_wrong(question_words(valid, len(model.words)), *lp, valid.answer, valid.task)
+    with torch.no_grad():
+        mix = model.combine(valid, *alone)
+    cross = crossfit_wrong(x, *lp, valid.answer, valid.task)
     rows = []
     for t in tasks:
         n = task_number(t)
@@ -158,7 +157,7 @@ def valid_rows(model: Mixture, valid: Batch, tasks: list) -> tuple[float, list[d
                      "crossfit_valid_error": float(cross[here].float().mean()),
                      "share_a": float(mix.share[here].mean()),
                      "valid_error_a": error(lp[0], valid.answer, here), "valid_error_b": error(lp[1], valid.answer, here)})
-    return error(mix.logits, valid.answer, torch.ones_like(valid.answer, dtype=torch.bool)), rows
+    return model, error(mix.logits, valid.answer, torch.ones_like(valid.answer, dtype=torch.bool)), rows
 
 
 def error(logits: Tensor, answer: Tensor, rows: Tensor) -> float:

@@ -203,8 +203,7 @@ def run_mix(args: argparse.Namespace) -> int:
     if unknown:
         print(f"memnet mix: {len(unknown)} word(s) the readers never saw read as <unk>: {' '.join(unknown[:20])}",
               file=sys.stderr)
-    model = mixture.fit(a, b, valid)
-    error, rows = mixture.valid_rows(model, valid, tasks)
+    model, error, rows = mixture.fit(a, b, valid, tasks)
     out.mkdir(parents=True, exist_ok=True)
     for name in folder.present:
         (out / name).unlink(missing_ok=True)
