@@ -61,9 +61,11 @@ class MemN2NConfig:
     # the states with no gradient back into them), and every hop's answer is trained: the one the
     # rule gives (the first hop whose h_k passes halt_threshold, or the last) at weight 1, every
     # other at early_answers, so that an early hop's answer can become one worth stopping on; a
-    # small weight keeps the early answers from pulling the hops off their chain
-    halt_training: str = "expected"  # how the halting unit learns: expected (the expected loss) or right
-    early_answers: float = 0.05  # halt_training right: the answer loss weight of the hops not answered from
+    # small weight keeps the early answers from pulling the hops off their chain; right_last: as
+    # right, with the last hop's answer at weight 1 too, and the other hops' answers at
+    # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop)
+    halt_training: str = "expected"  # expected (the expected loss), right or right_last
+    early_answers: float = 0.05  # halt_training right(_last): the answer loss weight of the hops not answered from
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
@@ -224,7 +226,7 @@ CHOICES = {
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
     "model.answer_reads": ("all", "current", "product", "sum"),
-    "model.halt_training": ("expected", "right"),
+    "model.halt_training": ("expected", "right", "right_last"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),

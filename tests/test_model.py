@@ -224,6 +224,42 @@ def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothin
     assert torch.allclose(g_quiet, g_plain, atol=1e-6)
 
 
+def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from_the_hops(data):
+    """halt_training right_last: the rule's answer and the last hop's at weight 1, every other
+    hop's at early_answers; those others train the answer layer but reach no table the hops read."""
+    _, vocab, batch = data
+    model = make(vocab, stopping=True, halt_training="right_last", early_answers=0.3, answer_from="question", hops=3,
+                 answer_hidden=4, answer_reads="current")
+    with torch.no_grad():  # the rule answers from hop 1
+        model.halt_w.zero_()
+        model.halt_b.fill_(5.0)
+        model.answer_out.normal_()
+    r = model(batch)
+    assert r.hops_used.tolist() == [1, 1, 1]
+    ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
+                                           reduction="none")  # (B, K) CE(â_k)
+    answers = ce[:, 0].sum() + ce[:, 2].sum() + 0.3 * ce[:, 1].sum()
+    h = torch.sigmoid(model.halt_b)  # h_1 = h_2 on every question (w_h = 0)
+    right = r.hop_logits[:, :2].argmax(-1) == batch.answer[:, None]  # (B, 2)
+    bce = -torch.where(right, h.log(), (1 - h).log()).sum()
+    assert r.loss.item() == pytest.approx((answers + bce).item(), rel=1e-5)
+    # the halting's BCE reaches no table, and hop 2's answer reaches the tables only through W's
+    # rows (C^K, the last table), never through the tables the hops read before it
+    g_loss, = torch.autograd.grad(r.loss, [model.tables], retain_graph=True)
+    g_ends, = torch.autograd.grad(ce[:, 0].sum() + ce[:, 2].sum(), [model.tables], retain_graph=True)
+    g_mid, = torch.autograd.grad(ce[:, 1].sum(), [model.tables], retain_graph=True)
+    assert torch.allclose(g_loss[:-1], g_ends[:-1], atol=1e-6)
+    assert g_mid[:-1].abs().max() > 1e-4  # as right would let it
+    g_u, = torch.autograd.grad(r.loss, [model.answer_in], retain_graph=True)
+    g_u_ends, = torch.autograd.grad(ce[:, 0].sum() + ce[:, 2].sum(), [model.answer_in])
+    assert (g_u - g_u_ends).abs().max() > 1e-4  # hop 2's answer does train the answer module
+    right = make(vocab, stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3,
+                 answer_hidden=4, answer_reads="current")
+    right.load_state_dict(model.state_dict())
+    plain = right(batch)  # right: the last hop's answer at 0.3 where the rule stops at hop 1
+    assert plain.loss.item() == pytest.approx((r.loss - 0.7 * ce[:, 2].sum()).item(), rel=1e-5)
+
+
 def test_config_checks_the_halting_training():
     with pytest.raises(ConfigError, match="halt_training"):
         load(None, {"model.halt_training": "sometimes"})

@@ -54,7 +54,7 @@ COVERS = {
     "model.halt_cost": ANY,
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
-    "model.halt_training": ("expected", "right"),
+    "model.halt_training": ("expected", "right", "right_last"),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
@@ -134,7 +134,8 @@ class Training:
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
-                      first.answer_reads == "product", first.stopping and first.halt_training == "right", first.summed)
+                      first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
+                      first.stopping and first.halt_training == "right_last")
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -226,7 +227,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -239,6 +240,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         _workspace(M1, Td, K, d, n_answers)
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
     pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
+    apart = np.zeros(K, np.float32)  # right_last: the weights of the answers whose inputs' gradient is stopped
     g_u, g_o, g_next = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)  # ∂u, ∂o, ∂u^{k+1}
     hidden = V.shape[0]  # the answer module's units (0: none)
     pre, extra = np.zeros((K, hidden), np.float32), np.zeros((K, n_answers), np.float32)  # U x_k + b; its logits
@@ -285,8 +287,13 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
+                given = _stop_hop(h, threshold)
                 pi[:] = early
-                pi[_stop_hop(h, threshold)] = 1.0
+                pi[given] = 1.0
+                if last:  # right_last: the last hop's at 1 too; the others' reach the answer layer alone
+                    pi[K - 1] = 1.0
+                    for r in range(K):
+                        apart[r] = np.float32(0.0) if r == given or r == K - 1 else early
                 total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
                 cost[r] = ce[r] + (halt_cost * r if stopping and not right else np.float32(0.0))
@@ -295,6 +302,14 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if supervision > 0:
                 total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision,
                                     stopping and not right)
+            if last:  # the answers whose inputs' gradient is stopped: into W and the module alone, then
+                # the rest as usual (the inputs' gradients these passes leave are overwritten there)
+                _state_grads(W, g_W, states, probs, apart, g_state, target, first)
+                if hidden:
+                    _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, third, pre, probs, apart, g_question, g_reads,
+                                     g_third, g_pre, target, first, product or summed)
+                for r in range(K):
+                    pi[r] -= apart[r]
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
             if hidden:
                 _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, third, pre, probs, pi, g_question, g_reads,
@@ -928,7 +943,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k

@@ -30,6 +30,11 @@ The switches, each a field of memnet.config.MemN2NConfig:
   halting steers nothing), and the loss trains every hop's answer: the one the rule gives (from
   the first hop whose h_k passes halt_threshold, or K) at weight 1, every other at early_answers.
   Inference stops as above: at the first hop whose answer is probably right.
+  halt_training right_last: as right, and the last hop's answer also at weight 1 where the rule
+  answers from an earlier hop; every other hop's answer at early_answers with its inputs'
+  gradient stopped, so that it trains the answer layer (W, the answer module) to read that
+  hop's state and steers no hop: an early answer can become worth stopping on without pulling
+  its hop away from the chain, and the last hop keeps learning to answer every question.
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
@@ -238,8 +243,14 @@ class MemN2N(nn.Module):
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
         if bool((batch.answer >= 0).any()):
+            apart = None  # right_last: each hop's logits from its inputs with their gradient stopped
+            if self.stopping and self.halt_training == "right_last":
+                apart = states.detach() @ W.T  # (B, K, A)
+                if self.answer_hidden:
+                    apart = apart + self.answer_module(question.detach(), torch.stack(reads, 1).detach(),
+                                                       torch.stack(sums, 1).detach() if self.summed else None)
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
-                             torch.stack(allowed_per_hop, 1), gates)
+                             torch.stack(allowed_per_hop, 1), gates, apart)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
                       torch.sigmoid(gates) if gates is not None else None)
 
@@ -280,14 +291,21 @@ class MemN2N(nn.Module):
         return logits, attention, hops_used, halted, halt_probs
 
     def loss(self, batch: Batch, logits: Tensor, states: Tensor, hop_logits: Tensor, halt_probs: Tensor,
-             hops_used: Tensor, scores: Tensor, allowed: Tensor, gates: Tensor | None) -> Tensor:
-        """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects."""
+             hops_used: Tensor, scores: Tensor, allowed: Tensor, gates: Tensor | None,
+             apart: Tensor | None = None) -> Tensor:
+        """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects.
+        apart (B, K, A): with right_last, each hop's logits from inputs whose gradient is stopped."""
         B, K, A = hop_logits.shape
         if self.stopping:
-            ce = F.cross_entropy(hop_logits.reshape(-1, A), batch.answer[:, None].expand(B, K).reshape(-1),
-                                 ignore_index=-1, reduction="none").view(B, K)  # (B, K) CE(â_k)
-            if self.halt_training == "right":  # the answer the rule gives at 1, every other hop's at early_answers
+            targets = batch.answer[:, None].expand(B, K).reshape(-1)
+            ce = F.cross_entropy(hop_logits.reshape(-1, A), targets, ignore_index=-1,
+                                 reduction="none").view(B, K)  # (B, K) CE(â_k)
+            if self.halt_training in ("right", "right_last"):  # the answer the rule gives at 1, every other hop's at early_answers
                 given = torch.arange(K, device=ce.device) == (hops_used - 1)[:, None]  # (B, K) the hop answered from
+                if apart is not None:  # right_last: the last hop's at 1 too; the others' gradient reaches no hop
+                    given = given | (torch.arange(K, device=ce.device) == K - 1)
+                    ce = torch.where(given, ce, F.cross_entropy(apart.reshape(-1, A), targets, ignore_index=-1,
+                                                                reduction="none").view(B, K))
                 weight = torch.where(given, 1.0, self.early_answers)  # (B, K)
                 loss = (ce * weight).sum() + self.halt_right(batch, states, hop_logits)
             else:  # the expected loss over the halting distribution, and a cost per extra hop
