@@ -66,6 +66,10 @@ class MemN2NConfig:
     # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop)
     halt_training: str = "expected"  # expected (the expected loss), right or right_last
     early_answers: float = 0.05  # halt_training right(_last): the answer loss weight of the hops not answered from
+    # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
+    # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
+    # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
+    answer_rows: str = "last"
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
@@ -227,6 +231,7 @@ CHOICES = {
     "model.answer_from": ("state", "readout", "question"),
     "model.answer_reads": ("all", "current", "product", "sum"),
     "model.halt_training": ("expected", "right", "right_last"),
+    "model.answer_rows": ("last", "own"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
@@ -354,6 +359,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")
+    if isinstance(model, MemN2NConfig) and model.answer_rows == "own" and model.tying != "adjacent":
+        raise ConfigError("model.answer_rows: own reads each hop's answer through its own output table C^k; "
+                          f"it needs model.tying adjacent, found {model.tying} (one C for every hop)")
     if isinstance(model, TransformerConfig) and model.dim % model.heads:
         raise ConfigError(f"model.heads: expected a divisor of model.dim ({model.dim}), found {model.heads}")
     if isinstance(model, TransformerConfig) and model.act and model.type != "universal":

@@ -70,6 +70,13 @@ COMBINATIONS = [
      "model.answer_hidden": 3, "model.answer_reads": "sum", "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0, "model.answer_hidden": 3,
      "model.answer_reads": "product", "model.masking": "hard"},
+    # answer_rows own: each hop's answer through its own output table's rows
+    {"model.answer_rows": "own", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+     "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current",
+     "model.relative_time": 3, "model.relative_query": True},
+    {"model.answer_rows": "own", "model.stopping": True, "model.hops": 4, "train.attention_supervision": 0.7},
+    {"model.answer_rows": "own", "model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0,
+     "model.early_answers": 0.5, "model.answer_hidden": 3, "model.answer_reads": "sum"},
 ]
 
 

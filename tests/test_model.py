@@ -260,6 +260,31 @@ def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from
     assert plain.loss.item() == pytest.approx((r.loss - 0.7 * ce[:, 2].sum()).item(), rel=1e-5)
 
 
+def test_answer_rows_own_reads_each_hops_answer_through_its_own_output_table(data):
+    """answer_rows own: â_k = softmax(W^k state_k), W^k the answer words' rows of C^k (table k + 1
+    with adjacent tying); the last hop's W^K is the paper's W^T = C^K, so without the stopping rule
+    the answer is the same model's."""
+    _, vocab, batch = data
+    own = make(vocab, answer_rows="own", hops=3, answer_from="question")
+    last = make(vocab, hops=3, answer_from="question")
+    last.load_state_dict(own.state_dict())
+    seen, logits = {}, own.answer_logits
+
+    def keep_states(states, W):
+        seen.setdefault("states", states.detach())
+        return logits(states, W)
+    own.answer_logits = keep_states
+    r_own, r_last = own(batch), last(batch)
+    for k in range(3):
+        W_k = own.answer_bag @ own.tables[k + 1]  # (A, d) the answer words' rows of C^k
+        assert torch.allclose(r_own.hop_logits[:, k], seen["states"][:, k] @ W_k.T, atol=1e-5)
+    assert not torch.allclose(r_own.hop_logits[:, 0], r_last.hop_logits[:, 0], atol=1e-3)
+    assert torch.allclose(r_own.hop_logits[:, 2], r_last.hop_logits[:, 2])
+    assert torch.allclose(r_own.logits, r_last.logits) and torch.allclose(r_own.loss, r_last.loss)
+    with pytest.raises(ConfigError, match="answer_rows"):
+        load(None, {"model.answer_rows": "own", "model.tying": "layerwise"})
+
+
 def test_config_checks_the_halting_training():
     with pytest.raises(ConfigError, match="halt_training"):
         load(None, {"model.halt_training": "sometimes"})

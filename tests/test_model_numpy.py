@@ -60,7 +60,9 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
     tables, T = w["tables"], (w["temporal"] if temporal else None)
     adjacent = m.tying == "adjacent"
     B_, A_, C_ = (0, None, None) if adjacent else (0, 1, 2)
-    W = np.array([sum(tables[K if adjacent else 3][x] for x in words) for words in ANSWERS])  # (A, d) W
+    # (A, d) W of hop k: the answer words' rows of C^K (W^T), or with answer_rows own of C^k (table k + 1)
+    W = [np.array([sum(tables[(k + 1 if m.answer_rows == "own" else K) if adjacent else 3][x] for x in words)
+                   for words in ANSWERS]) for k in range(K)]
     out = []
     for b in range(len(batch)):
         story, n = batch.story[b].tolist(), int(batch.length[b])
@@ -93,7 +95,7 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
             attention.append(p)
             states.append({"readout": o, "question": question + o}.get(m.answer_from, u_next))
             u = u_next
-        hop_logits = np.array([W @ s for s in states])  # (K, A)
+        hop_logits = np.array([W[k] @ s for k, s in enumerate(states)])  # (K, A)
         q = {"attention": np.array(attention), "hop_logits": hop_logits, "hops_used": K, "halted": False,
              "halt_probs": np.eye(K)[K - 1]}
         if m.stopping:
@@ -152,6 +154,7 @@ SWITCHES = {
     "bow, layer-wise, hard masking, no null memory": {"encoding": "bow", "tying": "layerwise", "masking": "hard",
                                                      "null_memory": False},
     "attention supervision": {"attention_supervision": 0.7},
+    "each hop's answer through its own table, stopping": {"answer_rows": "own", "stopping": True},
     "attention supervision, hard masking, stopping": {"attention_supervision": 0.7, "masking": "hard", "stopping": True,
                                                       "halt_cost": 0.3},
 }

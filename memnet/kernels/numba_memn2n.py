@@ -55,6 +55,7 @@ COVERS = {
     "model.halt_threshold": ANY,
     "model.halt_init": ANY,
     "model.halt_training": ("expected", "right", "right_last"),
+    "model.answer_rows": ("last", "own"),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
@@ -135,7 +136,7 @@ class Training:
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
                       first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
-                      first.stopping and first.halt_training == "right_last")
+                      first.stopping and first.halt_training == "right_last", first.answer_rows == "own")
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -227,14 +228,14 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
-    W = np.empty((n_answers, d), np.float32)  # W = answer words' rows of C^K
+    W = np.empty((K, n_answers, d), np.float32)  # each hop's W: the answer words' rows of C^K (own: of C^k)
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
-             np.empty((n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b))
+             np.empty((K, n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b))
     g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
@@ -268,7 +269,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_rel[:] = 0.0
         g_relq[:] = 0.0
         g_sum_b[:] = 0.0
-        _answer_rows(W, emb, answer_bag)
+        _answer_rows(W, emb, answer_bag, own)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
@@ -330,7 +331,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
             if summed:  # into C^k's word rows, not T(i)
                 _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
-        _sgd(params, grads, answer_bag, aged, lr, max_norm)
+        _sgd(params, grads, answer_bag, aged, lr, max_norm, own)
     return total
 
 
@@ -349,16 +350,16 @@ def _workspace(M1, Td, K, d, n_answers):
 
 @numba.njit(**JIT, inline="always")
 def _answer_probs(W, states, extra, probs, ce, target, first):
-    """â_r = softmax(W state_r + extra_r) into probs[r], and its cross-entropy into ce[r], for
+    """â_r = softmax(W^r state_r + extra_r) into probs[r], and its cross-entropy into ce[r], for
     r >= first (extra: the answer module's logits, or zeros)."""
-    K, n_answers, d = states.shape[0], W.shape[0], W.shape[1]
+    K, n_answers, d = states.shape[0], W.shape[1], W.shape[2]
     ce[:] = 0.0
     for r in range(first, K):
         top = np.float32(-np.inf)
         state = states[r]
         for a in range(n_answers):
             logit = extra[r, a]
-            W_a = W[a]
+            W_a = W[r, a]
             for k in range(d):
                 logit += W_a[k] * state[k]
             probs[r, a] = logit
@@ -457,8 +458,8 @@ def _supervise(scores, g_scores, attends, pi, cost, support, n_support, L, super
 
 @numba.njit(**JIT, inline="always")
 def _state_grads(W, g_W, states, probs, pi, g_state, target, first):
-    """∂loss/∂state_k through â_k (weighted by π_k) into g_state, and ∂W into g_W."""
-    K, n_answers, d = states.shape[0], W.shape[0], W.shape[1]
+    """∂loss/∂state_k through â_k (weighted by π_k) into g_state, and ∂W^k into g_W[k]."""
+    K, n_answers, d = states.shape[0], W.shape[1], W.shape[2]
     g_state[:] = 0.0
     if target < 0:
         return
@@ -466,7 +467,7 @@ def _state_grads(W, g_W, states, probs, pi, g_state, target, first):
         state, g_state_r = states[r], g_state[r]
         for a in range(n_answers):
             g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
-            W_a, g_W_a = W[a], g_W[a]
+            W_a, g_W_a = W[r, a], g_W[r, a]
             for k in range(d):
                 g_W_a[k] += g_logit * state[k]
             for k in range(d):
@@ -782,16 +783,18 @@ def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
 
 
 @numba.njit(**JIT, inline="always")
-def _sgd(params, grads, answer_bag, aged, lr, max_norm):
-    """∂W into C^K's rows, then SGD with this seed's gradient norm clipped at max_norm."""
+def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
+    """∂W^k into C^K's rows (own: C^k's), then SGD with this seed's gradient norm clipped at max_norm."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
     g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
-    Td, d = emb.shape[1], g_W.shape[1]
-    for a in range(answer_bag.shape[0]):  # W = answer_bag C^K
-        for v in range(answer_bag.shape[1]):
-            if answer_bag[a, v] != 0.0:
-                for k in range(d):
-                    g_emb[v, Td - d + k] += answer_bag[a, v] * g_W[a, k]
+    Td, d = emb.shape[1], g_W.shape[2]
+    for r in range(g_W.shape[0]):  # W^r = answer_bag C^K (own: C^r, table r + 1)
+        column = (r + 1) * d if own else Td - d
+        for a in range(answer_bag.shape[0]):
+            for v in range(answer_bag.shape[1]):
+                if answer_bag[a, v] != 0.0:
+                    for k in range(d):
+                        g_emb[v, column + k] += answer_bag[a, v] * g_W[r, a, k]
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                    + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
                    + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel())
@@ -927,15 +930,18 @@ def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, 
 
 
 @numba.njit(**JIT, inline="always")
-def _answer_rows(W, emb, answer_bag):
-    """W (A, d) = answer_bag C^K: each answer class's row, the sum of its words' rows of the last table."""
-    Td, d = emb.shape[1], W.shape[1]
+def _answer_rows(W, emb, answer_bag, own):
+    """W (K, A, d): W^r = answer_bag C^K, each answer class's row the sum of its words' rows of the
+    last table; own: of hop r's output table C^r (table r + 1, adjacent tying)."""
+    Td, d = emb.shape[1], W.shape[2]
     W[:] = 0.0
-    for a in range(answer_bag.shape[0]):
-        for v in range(answer_bag.shape[1]):
-            if answer_bag[a, v] != 0.0:
-                for k in range(d):
-                    W[a, k] += answer_bag[a, v] * emb[v, Td - d + k]
+    for r in range(W.shape[0]):
+        column = (r + 1) * d if own else Td - d
+        for a in range(answer_bag.shape[0]):
+            for v in range(answer_bag.shape[1]):
+                if answer_bag[a, v] != 0.0:
+                    for k in range(d):
+                        W[r, a, k] += answer_bag[a, v] * emb[v, column + k]
 
 
 @numba.njit(**JIT)
@@ -943,12 +949,12 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question (the forward pass of _seed_epoch, and the
     stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
-    W = np.empty((answer_bag.shape[0], d), np.float32)
-    _answer_rows(W, emb, answer_bag)
+    W = np.empty((K, answer_bag.shape[0], d), np.float32)
+    _answer_rows(W, emb, answer_bag, own)
     x = np.empty((M1, Td), np.float32)
     tables = x.reshape((M1, Td // d, d))
     p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
@@ -957,7 +963,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     penalty = np.exp(log_penalty[0])
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
-    pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[0]), np.float32)  # the answer module's
+    pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[1]), np.float32)  # the answer module's
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
     summands = np.zeros((K if summed else 0, M1, d), np.float32)  # and what it adds up
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
@@ -979,10 +985,10 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
                              attends, sum_b, L, layerwise, product, summed)
             _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
         best, answers[q] = np.float32(-np.inf), 0
-        for a in range(W.shape[0]):  # argmax_a W_a · state_r (the first of equals, as torch's argmax)
+        for a in range(W.shape[1]):  # argmax_a W^r_a · state_r (the first of equals, as torch's argmax)
             logit = extra[r, a]
             for k in range(d):
-                logit += W[a, k] * states[r, k]
+                logit += W[r, a, k] * states[r, k]
             if logit > best:
                 best, answers[q] = logit, a
     return answers

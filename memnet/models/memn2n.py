@@ -37,6 +37,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   its hop away from the chain, and the last hop keeps learning to answer every question.
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
+- answer_rows own: hop k's answer reads W^k, the answer words' rows of its own output table C^k
+  (the paper's W^T = C^K for the last hop), instead of C^K's for every hop: a hop that read the
+  answer's sentence, made of C^k's rows, gives its word untrained, so that the stopping rule
+  needs no early answer pulled toward answering to stop on it (adjacent tying only).
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
   halting unit then reads o^k too). With u^{k+1}, an earlier hop's read-out reaches the answer
   directly, so on a chain (qa16) hop 1 learns to read a colour, not the chain's first fact.
@@ -91,7 +95,7 @@ class MemN2N(nn.Module):
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
-                 halt_training: str = "expected", early_answers: float = 0.05):
+                 halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last"):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -99,7 +103,7 @@ class MemN2N(nn.Module):
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.relative_query = bool(relative_time and relative_query)
-        self.halt_training, self.early_answers = halt_training, early_answers
+        self.halt_training, self.early_answers, self.answer_rows = halt_training, early_answers, answer_rows
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -207,6 +211,8 @@ class MemN2N(nn.Module):
         if self.summed:  # what the sums add up: relu(Σ_j l_j C^k x_ij), each sentence's words without its age
             summands = {t: torch.relu(self.embed(batch.story, l, t)) for t in {self.table(k, "C") for k in range(self.hops)}}
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
+        if self.answer_rows == "own":  # (K, A, d) W^k: the answer words' rows of C^k
+            W = torch.stack([self.answer_bag @ self.tables[self.table(k, "C")] for k in range(self.hops)])
         states, reads, ps, scores, allowed_per_hop, gates, sums = [], [], [], [], [], [], []
         if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
             D = self.relative_time
@@ -234,7 +240,7 @@ class MemN2N(nn.Module):
             reads.append(o), ps.append(p), scores.append(score.masked_fill(~allowed, -1e30)), allowed_per_hop.append(allowed)
             u = u_next
         states = torch.stack(states, 1)  # (B, K, d) u^2 .. u^{K+1}, o^1 .. o^K or u^1 + o^1 .. u^1 + o^K
-        hop_logits = states @ W.T  # (B, K, A) â_k before the softmax
+        hop_logits = self.answer_logits(states, W)  # (B, K, A) â_k before the softmax
         if self.answer_hidden:
             hop_logits = hop_logits + self.answer_module(question, torch.stack(reads, 1),
                                                          torch.stack(sums, 1) if self.summed else None)
@@ -245,7 +251,7 @@ class MemN2N(nn.Module):
         if bool((batch.answer >= 0).any()):
             apart = None  # right_last: each hop's logits from its inputs with their gradient stopped
             if self.stopping and self.halt_training == "right_last":
-                apart = states.detach() @ W.T  # (B, K, A)
+                apart = self.answer_logits(states.detach(), W)  # (B, K, A)
                 if self.answer_hidden:
                     apart = apart + self.answer_module(question.detach(), torch.stack(reads, 1).detach(),
                                                        torch.stack(sums, 1).detach() if self.summed else None)
@@ -253,6 +259,11 @@ class MemN2N(nn.Module):
                              torch.stack(allowed_per_hop, 1), gates, apart)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
                       torch.sigmoid(gates) if gates is not None else None)
+
+    @staticmethod
+    def answer_logits(states: Tensor, W: Tensor) -> Tensor:
+        """(B, K, A): each hop's state (B, K, d) through W (A, d), or W^k (K, A, d) with answer_rows own."""
+        return states @ W.T if W.dim() == 2 else torch.einsum("bkd,kad->bka", states, W)
 
     def answer_module(self, question: Tensor, reads: Tensor, sums: Tensor | None = None) -> Tensor:
         """(B, K, A): hop k's logits from the question and the read-outs (B, K, d) of hops 1..k
