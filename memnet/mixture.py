@@ -35,7 +35,7 @@ from memnet.evaluation import predict
 from memnet.models import Mixture, Result
 from memnet.models.mixture import mixed, question_words, word_map
 
-__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words"]
+__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words", "readers"]
 
 
 class Gate:
@@ -121,10 +121,15 @@ def join(a: Reader, b: Reader) -> Mixture:
     return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type)).eval()
 
 
+def readers(model: Mixture, batch: Batch) -> tuple[Result, Result]:
+    """(reader A's, reader B's) Results on `batch` (in A's words), each run once, in chunks
+    (memnet.evaluation.predict)."""
+    return predict(model.a, batch), predict(model.b, model.as_b(batch))
+
+
 def answers(model: Mixture, batch: Batch) -> tuple[Result, Result, Result]:
-    """(the mixture's, reader A's, reader B's) Results on `batch` (in A's words), each reader run
-    once, in chunks (memnet.evaluation.predict)."""
-    a, b = predict(model.a, batch), predict(model.b, model.as_b(batch))
+    """(the mixture's, reader A's, reader B's) Results on `batch` (in A's words)."""
+    a, b = readers(model, batch)
     with torch.no_grad():
         return model.combine(batch, a, b), a, b
 
@@ -140,7 +145,7 @@ def fit(a: Reader, b: Reader, valid: Batch, tasks: list) -> tuple[Mixture, float
     fitted on the other half of its task's questions), reader A's mean share and each reader's
     error alone."""
     model = join(a, b)
-    _, *alone = answers(model, valid)
+    alone = readers(model, valid)
     lp = log_probs(*alone)
     x = question_words(valid, len(a.vocab))
     gate = Gate(len(a.vocab)).fit(x, *lp, valid.answer)
