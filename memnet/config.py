@@ -186,6 +186,10 @@ class TrainConfig:
     # evaluation) or mean (the highest mean valid accuracy over all its evaluations, less
     # flattered by one lucky evaluation); either way the restart's best evaluation is kept
     restart_choice: str = "best"  # best or mean
+    # with a stopping rule (model.stopping or model.act): restarts and epochs are chosen on the
+    # valid accuracy less hop_cost times the mean hops used, so that of two equally right
+    # models the one that stops sooner is kept (0.05: one hop weighs five points of accuracy)
+    hop_cost: float = 0.0  # what one hop costs when choosing on valid; 0: accuracy alone
     # the run's model averages the answer distributions of the restarts' best weights (its
     # attention tables are the best restart's) instead of keeping the best restart alone
     ensemble: bool = False  # the model is an ensemble of restarts
@@ -273,6 +277,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "train.linear_start_lr": ("a finite number > 0", _finite(lambda v: v > 0)),
     "train.random_noise": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "train.attention_supervision": ("a finite number >= 0", _finite(lambda v: v >= 0)),
+    "train.hop_cost": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "train.restarts": ("between 1 and 1000", lambda v: 1 <= v <= 1000),
     "train.ensemble_members": (">= 0", lambda v: v >= 0),
     "train.seed": (">= 0", lambda v: v >= 0),
@@ -356,6 +361,9 @@ def check(cfg: Config) -> Config:
         raise ConfigError(f"train.ensemble_members: expected at most train.restarts ({cfg.train.restarts}), "
                           f"found {cfg.train.ensemble_members}")
     model = cfg.model
+    if cfg.train.hop_cost and not (getattr(model, "stopping", False) or getattr(model, "act", False)):
+        raise ConfigError(f"train.hop_cost: {cfg.train.hop_cost} charges the hops a model stops after; it needs "
+                          "model.stopping true (or model.act), found none: every question takes every hop")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")

@@ -91,6 +91,15 @@ class ReferenceTraining:
         """(S, N) each seed's answer class to each question."""
         return np.stack([predict(model, batch).logits.argmax(-1).cpu().numpy() for model in self.models])
 
+    def hops_used(self, batch: Batch, linear: bool = False) -> np.ndarray:
+        """(S, N) the hops each seed takes on each question."""
+        out = []
+        for model in self.models:
+            model.linear = linear
+            out.append(predict(model, batch).hops_used.cpu().numpy())
+            model.linear = False
+        return np.stack(out)
+
     def state_dict(self, s: int) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu().clone() for k, v in self.models[s].state_dict().items()}
 
@@ -121,36 +130,42 @@ def sgd_step(model: torch.nn.Module, lr: float, max_norm: float) -> None:
 
 @dataclass
 class Best:
-    """Each seed's best validation accuracy and its weights then (-1: none chosen yet), and the
-    sum of its validation accuracies over all evaluations; which seed is the run's best follows
-    train.restart_choice (by_mean: the highest mean, else the highest best; first of equals)."""
+    """Each seed's best validation score and its weights then (-1: none chosen yet), its
+    validation accuracy then, and the sum of its scores over all evaluations; which seed is the
+    run's best follows train.restart_choice (by_mean: the highest mean, else the highest best;
+    first of equals). The score is the valid accuracy, less train.hop_cost times the mean hops
+    used where that is set (selection_scores)."""
 
-    accuracy: np.ndarray
+    score: np.ndarray
     states: list[dict[str, torch.Tensor] | None]
     epoch: list[int]  # the epoch each best was reached at
-    total: np.ndarray  # each seed's valid accuracy summed over its evaluations
+    total: np.ndarray  # each seed's valid score summed over its evaluations
     evaluations: int
     by_mean: bool
+    accuracy: np.ndarray  # each seed's valid accuracy at its best score
 
     @classmethod
     def empty(cls, seeds: int, by_mean: bool = False) -> Best:
-        return cls(np.full(seeds, -1.0), [None] * seeds, [0] * seeds, np.zeros(seeds), 0, by_mean)
+        return cls(np.full(seeds, -np.inf), [None] * seeds, [0] * seeds, np.zeros(seeds), 0, by_mean, np.full(seeds, -1.0))
 
-    def record(self, valid_acc: np.ndarray, epoch: int, state: Callable[[int], dict[str, torch.Tensor]]) -> None:
-        """One evaluation's valid accuracies (S,): a seed as good as its best or better keeps
-        its weights now (of equals, the weights trained longest, at the smallest learning rate)."""
-        self.total += valid_acc
+    def record(self, valid_acc: np.ndarray, epoch: int, state: Callable[[int], dict[str, torch.Tensor]],
+               score: np.ndarray | None = None) -> None:
+        """One evaluation's valid accuracies (S,) and scores (S,; default the accuracies): a
+        seed scoring as well as its best or better keeps its weights now (of equals, the weights
+        trained longest, at the smallest learning rate)."""
+        score = valid_acc if score is None else score
+        self.total += score
         self.evaluations += 1
-        for s in np.flatnonzero(valid_acc >= self.accuracy):
-            self.accuracy[s], self.states[s], self.epoch[s] = valid_acc[s], state(s), epoch
+        for s in np.flatnonzero(score >= self.score):
+            self.score[s], self.accuracy[s], self.states[s], self.epoch[s] = score[s], valid_acc[s], state(s), epoch
 
     def ranking(self) -> list[int]:
         """The seeds, best first (first of equals)."""
-        score = self.total if self.by_mean else self.accuracy
+        score = self.total if self.by_mean else self.score
         return sorted(range(len(score)), key=lambda s: (-score[s], s))
 
     def mean(self) -> np.ndarray:
-        """(S,) each seed's mean valid accuracy over its evaluations."""
+        """(S,) each seed's mean valid score over its evaluations."""
         return self.total / max(self.evaluations, 1)
 
     @property
@@ -177,8 +192,9 @@ class Loop:
     say: Callable[[str], None]
     best: Best
     # called at each evaluation after linear start with (epoch, (S, N) each seed's answer class to
-    # each valid question, the valid Batch): scripts/bench_babi.py's cross-fitted valid error
-    on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None
+    # each valid question, the valid Batch, and with train.hop_cost (S, N) the hops each took, else
+    # None): scripts/bench_babi.py's cross-fitted valid error
+    on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None
     saved: tuple = ()  # the (seed, epoch) of each set of weights model.pt holds
     epoch: int = 0  # epochs done
     step: int = 0  # SGD steps done (per seed)
@@ -264,17 +280,18 @@ def epoch_order(generators: list[torch.Generator], data: Batch, share: float) ->
 
 
 def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, valid_acc: float,
-             best: float, best_seed: int, seconds: float, mean: float | None = None) -> str:
+             best: float, best_seed: int, seconds: float, mean: float | None = None, label: str = "mean") -> str:
     """One evaluation's line: the chosen seed's accuracies, its best on valid (and with
-    train.restart_choice mean and several seeds, its mean on valid, which chose it)."""
+    train.restart_choice mean and several seeds, its mean on valid, which chose it: its mean
+    score where train.hop_cost charges the hops, `label` says which)."""
     best_text = f"{100 * best:5.1f}%" if best >= 0 else "    -"  # none yet during linear start
-    seed_text = f"seed {best_seed}" + (f", mean {100 * mean:.1f}%" if mean is not None and best >= 0 else "")
+    seed_text = f"seed {best_seed}" + (f", {label} {100 * mean:.1f}%" if mean is not None and best >= 0 else "")
     return (f"epoch {epoch:4d}/{epochs} | lr {lr:.5f} | loss {loss:7.4f} | train {100 * train_acc:5.1f}% | "
             f"valid {100 * valid_acc:5.1f}% | best {best_text} ({seed_text}) | {seconds:6.1f}s")
 
 
 def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True,
-          on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None) -> dict[str, Any]:
+          on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None) -> dict[str, Any]:
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...), under "model" the chosen model (None when none was chosen:
     interrupted during linear start) and under "saved" the checked model.pt (or None).
@@ -287,7 +304,7 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
 
 
 def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool,
-               on_evaluation: Callable[[int, np.ndarray, Batch], None] | None = None) -> dict[str, Any]:
+               on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None) -> dict[str, Any]:
     """train() in this process, which is process here.rank of here.size."""
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
@@ -363,9 +380,11 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
     if not linear:
+        hops = loop.path.hops_used(loop.valid) if loop.cfg.train.hop_cost else None  # (S, N)
         if loop.on_evaluation is not None:
-            loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid)
-        best.record(valid_acc, loop.epoch, loop.path.state_dict)
+            loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid, hops)
+        best.record(valid_acc, loop.epoch, loop.path.state_dict,
+                    None if hops is None else valid_acc - loop.cfg.train.hop_cost * hops.mean(1))
     seed = best.seed
     # the run's model changes when a member's weights do, or who the members are
     kept = tuple((s, best.epoch[s]) for s in members(loop))
@@ -376,7 +395,7 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     seconds = time.perf_counter() - loop.started
     mean = float(best.mean()[seed]) if best.by_mean and len(best.total) > 1 else None  # what chose the seed
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
-                      float(best.accuracy[seed]), seed, seconds, mean))
+                      float(best.accuracy[seed]), seed, seconds, mean, "mean score" if loop.cfg.train.hop_cost else "mean"))
     if run is not None:
         run.log({"epoch": loop.epoch, "step": loop.step, "lr": lr, "loss": loss, "train_accuracy": train_acc.tolist(),
                  "valid_accuracy": valid_acc.tolist(), "best_valid_accuracy": float(best.accuracy[seed]),
@@ -407,7 +426,8 @@ def save_last(loop: Loop) -> None:
     S = len(loop.generators)
     loop.run.save_last({
         "states": [loop.path.state_dict(s) for s in range(S)], "best_states": loop.best.states,
-        "best": loop.best.accuracy.tolist(), "best_epoch": loop.best.epoch, "valid_total": loop.best.total.tolist(),
+        "best": loop.best.accuracy.tolist(), "best_score": loop.best.score.tolist(), "best_epoch": loop.best.epoch,
+        "valid_total": loop.best.total.tolist(),
         "evaluations": loop.best.evaluations, "epoch": loop.epoch, "step": loop.step,
         "generators": [g.get_state() for g in loop.generators], "config": loop.cfg.to_dict(),
         "vocab": loop.vocab.to_dict()})
@@ -418,6 +438,7 @@ def restore(loop: Loop, state: dict[str, Any]) -> None:
     for s, weights in enumerate(state["states"]):
         loop.path.load_state_dict(s, weights)
     loop.best.accuracy[:] = state["best"]
+    loop.best.score[:] = state.get("best_score", state["best"])  # a last.pt from before train.hop_cost: the accuracies
     loop.best.states, loop.best.epoch = list(state["best_states"]), list(state["best_epoch"])
     # a last.pt from before train.restart_choice has no totals; its config chooses by best
     loop.best.total[:] = state.get("valid_total", 0.0)
@@ -431,7 +452,9 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
     """The best seed's model, evaluated on valid and test; the final line of metrics.jsonl."""
     best, device = loop.best, loop.valid.story.device
     result: dict[str, Any] = {"best_seed": best.seed, "valid_accuracy_per_seed": best.accuracy.tolist(),
-                              "mean_valid_accuracy_per_seed": best.mean().tolist(),
+                              # what chose the seed with restart_choice mean (less hop_cost x mean hops, if set)
+                              ("mean_valid_score_per_seed" if loop.cfg.train.hop_cost else "mean_valid_accuracy_per_seed"):
+                                  best.mean().tolist(),
                               "best_epoch": best.epoch[best.seed], "steps": loop.step,
                               "train_questions": len(loop.train_data), "training_path": loop.path.name,
                               "seconds": round(time.perf_counter() - loop.started, 3),

@@ -228,11 +228,13 @@ def choice(accuracy: np.ndarray, by_mean: bool = False) -> tuple[int, int]:
 
 
 def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000, seed: int = 0,
-                    by_mean: bool = False) -> dict[int, float]:
+                    by_mean: bool = False, charge: np.ndarray | None = None) -> dict[int, float]:
     """{task: cross-fitted valid error} of the trainer's choice: choose (evaluation, restart)
     on a random half of each task's valid questions, score the choice on the other half; the
     mean over `halvings` halvings. correct (E, S, N): each restart's right answers to the N
-    valid questions at each evaluation; tasks (N,): each question's task; by_mean: see choice.
+    valid questions at each evaluation; tasks (N,): each question's task; by_mean: see choice;
+    charge (E, S, N): what the choice subtracts from each right answer (train.hop_cost times
+    the hops the question took), as the trainer does; the error scored is the answers' alone.
 
     The valid error of the chosen model flatters it: it is the best of many tries (restarts
     times evaluations) on the same 100 questions, and a setting whose tries vary more is
@@ -240,13 +242,14 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
     optimism on average (tests/test_bench.py: a choice among coin flips), though on one valid
     split it is noisy."""
     rng = np.random.default_rng(seed)
+    scores = correct if charge is None else correct - charge
     groups = {int(t): np.flatnonzero(tasks == t) for t in np.unique(tasks)}
     wrong = {t: 0.0 for t in groups}
     for _ in range(halvings):
         seen = np.zeros(len(tasks), bool)
         for rows in groups.values():
             seen[rng.permutation(rows)[: len(rows) // 2]] = True
-        e, s = choice(correct[:, :, seen].mean(2), by_mean)
+        e, s = choice(scores[:, :, seen].mean(2), by_mean)
         for t, rows in groups.items():
             unseen = rows[~seen[rows]]
             wrong[t] += 1 - correct[e, s, unseen].mean()
@@ -256,16 +259,23 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
 class ValidAnswers:
     """What train() reports at each evaluation (its on_evaluation), kept for crossfit_errors."""
 
-    def __init__(self) -> None:
+    def __init__(self, hop_cost: float = 0.0) -> None:
+        self.hop_cost = hop_cost  # train.hop_cost: the trainer charged each hop this
         self.correct: list[np.ndarray] = []  # per evaluation, (S, N) each restart's right answers on valid
+        self.hops: list[np.ndarray] = []  # per evaluation, (S, N) the hops each took (with hop_cost only)
         self.tasks = np.zeros(0, int)  # (N,) each valid question's task
 
-    def __call__(self, epoch: int, answers: np.ndarray, valid) -> None:
+    def __call__(self, epoch: int, answers: np.ndarray, valid, hops: np.ndarray | None = None) -> None:
         self.correct.append(answers == valid.answer.cpu().numpy())
+        if hops is not None:
+            self.hops.append(hops)
         self.tasks = valid.task.cpu().numpy()
 
     def crossfit(self, by_mean: bool = False) -> dict[int, float]:
-        return crossfit_errors(np.stack(self.correct), self.tasks, by_mean=by_mean) if self.correct else {}
+        if not self.correct:
+            return {}
+        charge = self.hop_cost * np.stack(self.hops) if self.hop_cost else None
+        return crossfit_errors(np.stack(self.correct), self.tasks, by_mean=by_mean, charge=charge)
 
 
 def cross_text(error: float | None) -> str:
@@ -327,7 +337,7 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
     records = []
     for job_tasks, data in jobs:
         cfg = resolve(config.load(None, {**base, **data}), len(job_tasks))
-        answers = ValidAnswers()
+        answers = ValidAnswers(cfg.train.hop_cost)
         result = train(cfg, progress=False, log=False, on_evaluation=answers)
         # the trainer's choice of one restart: an ensemble's average is another model
         crossfit = {} if cfg.train.ensemble else answers.crossfit(cfg.train.restart_choice == "mean")

@@ -65,7 +65,7 @@ def test_the_choice_is_the_trainers(babi_fixtures, backend, rule):
                              "train.backend": backend, "train.restart_choice": rule})
     seen = []
     result = train(cfg, progress=False, log=False,
-                   on_evaluation=lambda epoch, answers, valid: seen.append((epoch, answers == valid.answer.numpy())))
+                   on_evaluation=lambda epoch, answers, valid, hops: seen.append((epoch, answers == valid.answer.numpy())))
     accuracy = np.stack([correct.mean(1) for _, correct in seen])  # (E, S)
     evaluation, restart = bench.choice(accuracy, by_mean=rule == "mean")
     assert [epoch for epoch, _ in seen] == [1, 2, 3, 4, 5, 6]
@@ -104,6 +104,39 @@ def test_cross_fitting_scores_each_task_on_its_own_questions():
     correct = np.zeros((1, 2, 20), bool)
     correct[0, 1, :10] = True
     assert bench.crossfit_errors(correct, tasks, halvings=5) == {2: 0.0, 5: 1.0}
+
+
+def test_cross_fitting_charges_the_hops_as_the_trainer_does():
+    # restart 0 is right on every question after 3 hops, restart 1 on none after 1: charged 0.6 a
+    # hop (train.hop_cost; scores 1 - 1.8 against 0 - 0.6), restart 1 is chosen on every half,
+    # and its error is what is scored
+    correct = np.zeros((1, 2, 20), bool)
+    correct[0, 0] = True
+    hops = np.stack([np.full((1, 20), 3), np.full((1, 20), 1)], 1)  # (E, S, N)
+    tasks = np.ones(20, int)
+    assert bench.crossfit_errors(correct, tasks, halvings=20) == {1: 0.0}
+    assert bench.crossfit_errors(correct, tasks, halvings=20, charge=0.6 * hops) == {1: 1.0}
+
+
+@pytest.mark.parametrize("backend", ["auto", "torch"])
+def test_the_choice_charging_the_hops_is_the_trainers(babi_fixtures, backend):
+    # with train.hop_cost the trainer reports the hops each restart took on each valid question,
+    # and bench.choice on accuracy less hop_cost (1 here) x mean hops picks what the trainer kept
+    from memnet import config
+    from memnet.train import train
+    cfg = config.load(None, {"data.dir": str(babi_fixtures / "en-valid"), "data.task": "1", "train.epochs": 6,
+                             "train.eval_every": 1, "train.linear_start_epochs": 0, "train.restarts": 3,
+                             "train.backend": backend, "train.restart_choice": "mean", "model.stopping": True,
+                             "model.halt_init": 0.2, "model.halt_threshold": 0.55, "train.hop_cost": 1.0})
+    seen = []
+    result = train(cfg, progress=False, log=False, on_evaluation=lambda epoch, answers, valid, hops: seen.append(
+        ((answers == valid.answer.numpy()).mean(1), hops.mean(1))))
+    accuracy, hops = (np.stack(x) for x in zip(*seen))  # (E, S) each
+    assert ((1 <= hops) & (hops <= 3)).all() and len(np.unique(hops)) > 1
+    evaluation, restart = bench.choice(accuracy - hops, by_mean=True)
+    assert (evaluation + 1, restart) == (result["best_epoch"], result["best_seed"])
+    assert bench.choice(accuracy, by_mean=True) != (evaluation, restart)  # the charge decided
+    assert (accuracy - hops).mean(0).tolist() == pytest.approx(result["mean_valid_score_per_seed"])
 
 
 def test_table_reads_the_results_file(results, capsys):

@@ -154,10 +154,13 @@ def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questi
                 # exactly 0.5: that question would sit on the threshold, where rounding decides)
                 h_1 = predict(model, batch).halt_probs[:, 0]
                 model.halt_b.sub_((h_1 / (1 - h_1)).log().median() - 1e-3)
-    answers = torch.from_numpy(kernel.Training(models, batch, max_grad_norm=40.0).predict(batch, linear))  # (S, N)
+    fast = kernel.Training(models, batch, max_grad_norm=40.0)
+    answers = torch.from_numpy(fast.predict(batch, linear))  # (S, N)
+    hops = torch.from_numpy(fast.hops_used(batch, linear))  # (S, N)
     for s, model in enumerate(models):
         model.linear = linear
         result = predict(model, batch)
+        assert torch.equal(hops[s], result.hops_used)  # where the stopping rule stops (train.hop_cost's count)
         if model.stopping:
             assert 0 < (result.hops_used < model.hops).float().mean() < 1  # some questions stop early
         # the same answers, but where two classes are within rounding (an exact tie: the first, in both)

@@ -75,6 +75,31 @@ def test_of_equally_good_epochs_on_valid_the_latest_is_kept():
     assert loop.best.accuracy.tolist() == [0.7, 0.7]
 
 
+def test_hop_cost_keeps_the_restart_and_epoch_that_stop_sooner_at_a_small_cost_in_accuracy(tiny):
+    # train.hop_cost 0.05: seed 0 is right more often (0.9) but takes 3 hops at every
+    # evaluation; seed 1 answers 0.88 after 2 hops at its second evaluation (0.88 - 0.10 against
+    # 0.9 - 0.15): seed 1 is kept, at that evaluation, and its accuracy is what is reported
+    valid = iter([[0.9, 0.9], [0.9, 0.88]])
+    hops = iter([[[3, 3], [3, 3]], [[3, 3], [2, 2]]])  # (S, N) per evaluation
+    path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch}, hops_used=lambda batch: np.array(next(hops)))
+    path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
+    cfg = quick(tiny, **{"model.stopping": True, "train.hop_cost": 0.05, "train.restarts": 2})
+    loop = SimpleNamespace(cfg=cfg, path=path, valid="valid", train_data="train", run=None,
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2,
+                           on_evaluation=None)
+    for loop.epoch in (1, 2):
+        train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
+    assert loop.best.seed == 1 and loop.best.states[1] == {"epoch": 2}
+    assert loop.best.accuracy.tolist() == [0.9, 0.88]
+    assert loop.best.score.tolist() == pytest.approx([0.75, 0.78])
+
+
+def test_hop_cost_needs_a_stopping_rule(tiny):
+    with pytest.raises(config.ConfigError, match="train.hop_cost.*model.stopping"):
+        quick(tiny, **{"train.hop_cost": 0.05})
+    assert quick(tiny, **{"train.hop_cost": 0.05, "model.stopping": True}).train.hop_cost == 0.05
+
+
 def scripted_loop(cfg, valid_accuracies, saved):
     """A Loop whose seeds score valid_accuracies (one (S,) list per evaluation) and whose weights
     are named by epoch and seed; every model.pt written goes to `saved`."""
@@ -274,7 +299,7 @@ def test_an_ensemble_of_k_members_takes_the_k_restarts_best_on_valid(tiny, tmp_p
     # (of equals the first); the model.pt on disk is the model the run evaluated
     cfg = quick(tiny, **{"train.restarts": 3, "train.ensemble": True, "train.ensemble_members": 2})
     best = train_module.Best.empty(3)
-    best.accuracy[:], best.states = [0.6, 0.8, 0.6], [{"w": torch.tensor(float(s))} for s in range(3)]
+    best.score[:], best.states = [0.6, 0.8, 0.6], [{"w": torch.tensor(float(s))} for s in range(3)]
     loop = SimpleNamespace(cfg=cfg, best=best)
     assert train_module.model_state(loop) == {"members.0.w": torch.tensor(1.0), "members.1.w": torch.tensor(0.0)}
     result = train(cfg, RunFolder(tmp_path / "run"), progress=False)

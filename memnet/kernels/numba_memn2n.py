@@ -183,14 +183,22 @@ class Training:
     def predict(self, batch: Batch, linear: bool = False) -> np.ndarray:
         """(S, N) each seed's answer class to each question, as the reference model answers in
         eval mode (the stopping rule at halt_threshold); `linear` as during linear start."""
+        return self._answers(batch, linear)[0]
+
+    def hops_used(self, batch: Batch, linear: bool = False) -> np.ndarray:
+        """(S, N) the hops each seed takes on each question (the stopping rule's; else model.hops)."""
+        return self._answers(batch, linear)[1]
+
+    def _answers(self, batch: Batch, linear: bool) -> tuple[np.ndarray, np.ndarray]:
         q = self._questions(batch)
         threshold = np.float32(self.model.halt_threshold)
 
-        def seed_predict(s: int) -> np.ndarray:
+        def seed_predict(s: int) -> tuple[np.ndarray, np.ndarray]:
             return _seed_predict(self._params(s), self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
                                  (linear, *self.flags), threshold, self.K, self.d)
 
-        return np.stack(self._each_seed(seed_predict))
+        answers, hops = zip(*self._each_seed(seed_predict))
+        return np.stack(answers), np.stack(hops)
 
     def accuracy(self, batch: Batch, linear: bool = False) -> np.ndarray:
         """(S,) each seed's share of questions answered right (no answer class: wrong)."""
@@ -946,8 +954,8 @@ def _answer_rows(W, emb, answer_bag, own):
 
 @numba.njit(**JIT)
 def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
-    """One seed's answer class to each question (the forward pass of _seed_epoch, and the
-    stopping rule at inference)."""
+    """One seed's answer class to each question and the hops it took (the forward pass of
+    _seed_epoch, and the stopping rule at inference)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own = flags
     N, M1 = words.shape[0], words.shape[1]
@@ -967,7 +975,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
     summands = np.zeros((K if summed else 0, M1, d), np.float32)  # and what it adds up
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
-    answers = np.empty(N, np.int64)
+    answers, hops = np.empty(N, np.int64), np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
         _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
@@ -979,6 +987,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
         if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             r = _stop_hop(h, halt_threshold)
+        hops[q] = r + 1
         if V.shape[0]:
             if product or summed:
                 _third_input(third, gates, summands, emb, words[q], coef[q], n_words[q], e, u[0], reads, scores,
@@ -991,4 +1000,4 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
                 logit += W[r, a, k] * states[r, k]
             if logit > best:
                 best, answers[q] = logit, a
-    return answers
+    return answers, hops
