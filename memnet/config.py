@@ -363,7 +363,7 @@ def check(cfg: Config) -> Config:
     model = cfg.model
     if cfg.train.hop_cost and not (getattr(model, "stopping", False) or getattr(model, "act", False)):
         raise ConfigError(f"train.hop_cost: {cfg.train.hop_cost} charges the hops a model stops after; it needs "
-                          "model.stopping true (or model.act), found none: every question takes every hop")
+                          "model.stopping true (or model.act true), found both false: every question takes every hop")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")
