@@ -158,7 +158,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 VARIANTS["both_right"] = {**VARIANTS["both_rq"], "model.halt_training": "right", "model.early_answers": 0.05,
                           "model.halt_threshold": 0.9}
 # both_right choosing its restart and epoch on valid accuracy less 0.05 per hop used (train.hop_cost,
-# docs/results.md "A cost per hop when choosing the restart"): qa2's 2-hop chain kept on four seed sets
+# docs/results.md "A cost per hop when choosing the restart"): qa2's 2-hop chain kept on five seed sets
 VARIANTS["both_hop"] = {**VARIANTS["both_right"], "train.hop_cost": 0.05}
 # config.yaml with attention supervision (sup_rq), and with the answer module reading each hop's
 # memories summed through gates that supervision teaches the supporting facts (sup_sum,
