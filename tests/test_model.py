@@ -285,6 +285,33 @@ def test_answer_rows_own_reads_each_hops_answer_through_its_own_output_table(dat
         load(None, {"model.answer_rows": "own", "model.tying": "layerwise"})
 
 
+def test_question_table_own_embeds_the_question_apart_from_a1(data):
+    """question_table own: u^1 from a table B of its own, a copy of A^1 at the start (the same
+    answers as tied), which the question's gradient trains instead of A^1; the kernel declares
+    only tied, so such a run trains the reference model."""
+    from memnet.kernels import numba_memn2n, uncovered
+    from memnet.config import resolve
+    _, vocab, batch = data
+    own = make(vocab, question_table="own", hops=2)
+    tied = make(vocab, hops=2)
+    assert torch.equal(own.question_table, own.tables[0]) and torch.equal(own.tables, tied.tables)
+    r_own, r_tied = own(batch), tied(batch)
+    assert torch.allclose(r_own.logits, r_tied.logits) and torch.allclose(r_own.loss, r_tied.loss)
+    r_own.loss.backward()
+    r_tied.loss.backward()
+    asked = batch.query.unique()
+    asked = asked[asked != 0]  # the question's words (0: padding)
+    assert own.question_table.grad[asked].abs().sum() > 0
+    # A^1's rows of the question's words now get only the memories' gradient: what tied adds is B's
+    assert torch.allclose(own.tables.grad[0] + own.question_table.grad, tied.tables.grad[0], atol=1e-6)
+    with torch.no_grad():  # trained apart: a change to B moves the answers, A^1 stays
+        own.question_table.add_(0.5)
+    assert not torch.allclose(own(batch).logits, r_tied.logits)
+    with pytest.raises(ConfigError, match="question_table"):
+        load(None, {"model.question_table": "own", "model.tying": "layerwise"})
+    assert uncovered(numba_memn2n.COVERS, resolve(config(question_table="own"), 1)) == ["model.question_table=own"]
+
+
 def test_config_checks_the_halting_training():
     with pytest.raises(ConfigError, match="halt_training"):
         load(None, {"model.halt_training": "sometimes"})

@@ -56,6 +56,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
+    "model.question_table": ("tied",),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,

@@ -41,6 +41,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   (the paper's W^T = C^K for the last hop), instead of C^K's for every hop: a hop that read the
   answer's sentence, made of C^k's rows, gives its word untrained, so that the stopping rule
   needs no early answer pulled toward answering to stop on it (adjacent tying only).
+- question_table own: u^1 = Σ_j l_j B q_j with a B of its own (a copy of A^1 at the start),
+  instead of the paper's B = A^1: tied, a word of the question adds a positive term to the score
+  of every memory that names it at the same place, which pulls hop 1 to an earlier fact naming the
+  question's place (qa6: "Is Daniel in the bedroom?"); untied, B can learn to ask for the person.
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
   halting unit then reads o^k too). With u^{k+1}, an earlier hop's read-out reaches the answer
   directly, so on a chain (qa16) hop 1 learns to read a colour, not the chain's first fact.
@@ -95,7 +99,8 @@ class MemN2N(nn.Module):
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
-                 halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last"):
+                 halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last",
+                 question_table: str = "tied"):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -108,6 +113,8 @@ class MemN2N(nn.Module):
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
         self.tables = nn.Parameter(torch.zeros(self.n_tables, vocab_size, dim))  # (n_tables, V, d)
+        # question_table own: the question's B apart from A^1 (a copy of it at the start)
+        self.question_table = nn.Parameter(torch.zeros(vocab_size, dim)) if question_table == "own" else None  # (V, d)
         self.temporal = nn.Parameter(torch.zeros(self.n_tables, memory_size, dim)) if temporal else None  # (n_tables, memory, d) T(i)
         self.H = nn.Parameter(torch.zeros(dim, dim)) if tying == "layerwise" else None  # (d, d)
         if stopping:
@@ -146,6 +153,8 @@ class MemN2N(nn.Module):
 
         with torch.no_grad():  # drawn as (rows, tables * d), the layout the kernels keep
             self.tables.copy_(normal(V, n * d).view(V, n, d).transpose(0, 1))
+            if self.question_table is not None:
+                self.question_table.copy_(self.tables[0])
             if self.temporal is not None:
                 T = self.memory_size
                 self.temporal.copy_(torch.zeros(n, T, d) if temporal_zero else normal(T, n * d).view(T, n, d).transpose(0, 1))
@@ -203,7 +212,9 @@ class MemN2N(nn.Module):
         B, M, _ = batch.story.shape
         real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M) memories, not padding
         visited = torch.zeros_like(real)  # (B, M) memories an earlier hop chose
-        question = u = self.embed(batch.query, self.weights(batch.query), 0)  # (B, d) u^1 = Σ_j l_j B q_j
+        l_q = self.weights(batch.query)
+        question = u = (self.embed(batch.query, l_q, 0) if self.question_table is None  # (B, d) u^1 = Σ_j l_j B q_j
+                        else (l_q * self.question_table[batch.query]).sum(-2))
         l = self.weights(batch.story)  # (B, M, J, d)
         # each table applied to every memory once (adjacent tying: C^k is A^{k+1})
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
