@@ -130,11 +130,11 @@ def sgd_step(model: torch.nn.Module, lr: float, max_norm: float) -> None:
 
 @dataclass
 class Best:
-    """Each seed's best validation score and its weights then (-1: none chosen yet), its
-    validation accuracy then, and the sum of its scores over all evaluations; which seed is the
-    run's best follows train.restart_choice (by_mean: the highest mean, else the highest best;
-    first of equals). The score is the valid accuracy, less train.hop_cost times the mean hops
-    used where that is set (selection_scores)."""
+    """Each seed's best validation score and its weights then (-inf and None: none chosen yet),
+    its validation accuracy then (-1: none yet), and the sum of its scores over all evaluations;
+    which seed is the run's best follows train.restart_choice (by_mean: the highest mean, else
+    the highest best; first of equals). The score is the valid accuracy, less train.hop_cost
+    times the mean hops used where that is set (see evaluation)."""
 
     score: np.ndarray
     states: list[dict[str, torch.Tensor] | None]
