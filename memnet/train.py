@@ -11,6 +11,7 @@ methods, so the loop below does not know which one it drives:
 
     epoch(order, ages, lr, batch_size, linear) -> (S,) summed losses
     accuracy(batch, linear) -> (S,)          predict(batch) -> (S, N) answer classes
+    answers(batch) -> (S, N) answer classes, (S, N) hops used
     state_dict(s) / load_state_dict(s, state)
 
 The schedule is the paper's: linear start (no attention softmax, linear_start_lr) for the
@@ -89,16 +90,13 @@ class ReferenceTraining:
 
     def predict(self, batch: Batch) -> np.ndarray:
         """(S, N) each seed's answer class to each question."""
-        return np.stack([predict(model, batch).logits.argmax(-1).cpu().numpy() for model in self.models])
+        return self.answers(batch)[0]
 
-    def hops_used(self, batch: Batch, linear: bool = False) -> np.ndarray:
-        """(S, N) the hops each seed takes on each question."""
-        out = []
-        for model in self.models:
-            model.linear = linear
-            out.append(predict(model, batch).hops_used.cpu().numpy())
-            model.linear = False
-        return np.stack(out)
+    def answers(self, batch: Batch) -> tuple[np.ndarray, np.ndarray]:
+        """(S, N) each seed's answer class to each question, and (S, N) the hops it took."""
+        results = [predict(model, batch) for model in self.models]
+        return (np.stack([r.logits.argmax(-1).cpu().numpy() for r in results]),
+                np.stack([r.hops_used.cpu().numpy() for r in results]))
 
     def state_dict(self, s: int) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu().clone() for k, v in self.models[s].state_dict().items()}
@@ -380,9 +378,12 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
     if not linear:
-        hops = loop.path.hops_used(loop.valid) if loop.cfg.train.hop_cost else None  # (S, N)
+        hops = None
+        if loop.on_evaluation is not None or loop.cfg.train.hop_cost:
+            answers, hops = loop.path.answers(loop.valid)  # (S, N) each
+            hops = hops if loop.cfg.train.hop_cost else None
         if loop.on_evaluation is not None:
-            loop.on_evaluation(loop.epoch, loop.path.predict(loop.valid), loop.valid, hops)
+            loop.on_evaluation(loop.epoch, answers, loop.valid, hops)
         best.record(valid_acc, loop.epoch, loop.path.state_dict,
                     None if hops is None else valid_acc - loop.cfg.train.hop_cost * hops.mean(1))
     seed = best.seed

@@ -155,8 +155,7 @@ def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questi
                 h_1 = predict(model, batch).halt_probs[:, 0]
                 model.halt_b.sub_((h_1 / (1 - h_1)).log().median() - 1e-3)
     fast = kernel.Training(models, batch, max_grad_norm=40.0)
-    answers = torch.from_numpy(fast.predict(batch, linear))  # (S, N)
-    hops = torch.from_numpy(fast.hops_used(batch, linear))  # (S, N)
+    answers, hops = (torch.from_numpy(x) for x in fast.answers(batch, linear))  # (S, N) each
     for s, model in enumerate(models):
         model.linear = linear
         result = predict(model, batch)

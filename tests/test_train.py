@@ -81,7 +81,7 @@ def test_hop_cost_keeps_the_restart_and_epoch_that_stop_sooner_at_a_small_cost_i
     # 0.9 - 0.15): seed 1 is kept, at that evaluation, and its accuracy is what is reported
     valid = iter([[0.9, 0.9], [0.9, 0.88]])
     hops = iter([[[3, 3], [3, 3]], [[3, 3], [2, 2]]])  # (S, N) per evaluation
-    path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch}, hops_used=lambda batch: np.array(next(hops)))
+    path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch}, answers=lambda batch: (None, np.array(next(hops))))
     path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
     cfg = quick(tiny, **{"model.stopping": True, "train.hop_cost": 0.05, "train.restarts": 2})
     loop = SimpleNamespace(cfg=cfg, path=path, valid="valid", train_data="train", run=None,

@@ -184,13 +184,11 @@ class Training:
     def predict(self, batch: Batch, linear: bool = False) -> np.ndarray:
         """(S, N) each seed's answer class to each question, as the reference model answers in
         eval mode (the stopping rule at halt_threshold); `linear` as during linear start."""
-        return self._answers(batch, linear)[0]
+        return self.answers(batch, linear)[0]
 
-    def hops_used(self, batch: Batch, linear: bool = False) -> np.ndarray:
-        """(S, N) the hops each seed takes on each question (the stopping rule's; else model.hops)."""
-        return self._answers(batch, linear)[1]
-
-    def _answers(self, batch: Batch, linear: bool) -> tuple[np.ndarray, np.ndarray]:
+    def answers(self, batch: Batch, linear: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """predict's (S, N) answer classes, and (S, N) the hops each seed took on each question
+        (the stopping rule's; else model.hops)."""
         q = self._questions(batch)
         threshold = np.float32(self.model.halt_threshold)
 
