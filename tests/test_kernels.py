@@ -77,6 +77,11 @@ COMBINATIONS = [
     {"model.answer_rows": "own", "model.stopping": True, "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.answer_rows": "own", "model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0,
      "model.early_answers": 0.5, "model.answer_hidden": 3, "model.answer_reads": "sum"},
+    # question_table own: the question through a table of its own, with the settings both ideas use
+    {"model.question_table": "own", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+     "model.masking": "soft", "model.answer_rows": "own", "train.attention_supervision": 0.7},
+    {"model.question_table": "own", "model.answer_from": "question", "model.answer_hidden": 4,
+     "model.answer_reads": "product", "model.relative_time": 2, "model.relative_query": True},
 ]
 
 
@@ -110,6 +115,9 @@ def setup(overrides: dict, seeds: int):
         if model.relative_query:  # r too, so that the gradient reaches u^k through it
             with torch.no_grad():
                 model.relative_q.normal_(generator=torch.Generator().manual_seed(s + 20))
+        if model.question_table is not None:  # B away from its start, A^1, so that reading A^1 for the question fails
+            with torch.no_grad():
+                model.question_table.normal_(generator=torch.Generator().manual_seed(s + 30))
     assert kernels.uncovered(KERNELS[0].COVERS, cfg) == []
     return cfg, batch, models
 

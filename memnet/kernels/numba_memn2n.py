@@ -12,8 +12,9 @@ position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
 
 emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
-question (only its table 0, u^1 = B q, is used); with the null memory it is also the empty
-memory every hop may attend to: score 0, and nothing to read. The answer module
+question (only its table 0, u^1 = B q, is used; with model.question_table own, B is the array
+question (V, d), else a (1, 1) of zeros that no loop reads); with the null memory it is also the
+empty memory every hop may attend to: score 0, and nothing to read. The answer module
 (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
 with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
 is sum_bias (K,) (zeros that no loop reads without it), and what it sums, relu(C^k x_i) without
@@ -56,7 +57,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
-    "model.question_table": ("tied",),
+    "model.question_table": ("tied", "own"),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
@@ -127,6 +128,8 @@ class Training:
         # its r^k with model.relative_query (w^k + r^k u^k); without it, (K-1, 1, 1) of zeros that no loop reads
         query = (2 * first.relative_time + 1, self.d) if first.relative_query else (1, 1)
         self.relative_q = zeros((S, max(self.K - 1, 0), *query), np.float32)
+        # question_table own: the question's table B apart from A^1; else (1, 1) of zeros that no loop reads
+        self.question_table = zeros((S, V, self.d) if first.question_table is not None else (S, 1, 1), np.float32)
         for s, model in enumerate(models):
             self.load_state_dict(s, model.state_dict())
         self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
@@ -137,7 +140,8 @@ class Training:
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
                       first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
-                      first.stopping and first.halt_training == "right_last", first.answer_rows == "own")
+                      first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
+                      first.question_table is not None)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -148,7 +152,8 @@ class Training:
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
-                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias)):
+                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias),
+                            ("question_table", self.question_table)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
@@ -207,7 +212,7 @@ class Training:
         """Seed s's parameter arrays, as the compiled loops take them."""
         return (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s],
                 self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s], self.relative_q[s],
-                self.sum_bias[s])
+                self.sum_bias[s], self.question_table[s])
 
     def _questions(self, batch: Batch) -> Questions:
         if id(batch) not in self.questions:
@@ -233,17 +238,19 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     log_penalty, and the answer module's U, b, V) are updated in place. Returns the summed loss.
     Per question: the forward pass (_embed, _hops), the answers and the loss, then the backward
     pass into the gradients."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((K, n_answers, d), np.float32)  # each hop's W: the answer words' rows of C^K (own: of C^k)
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
-             np.empty((K, n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b))
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
+             np.empty((K, n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b),
+             np.empty_like(own_b))
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b = grads
+    B, g_B = (own_b, g_own_b) if own_q else (emb, g_emb)  # the question's table: its first d columns
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
@@ -276,13 +283,14 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_rel[:] = 0.0
         g_relq[:] = 0.0
         g_sum_b[:] = 0.0
+        g_own_b[:] = 0.0
         _answer_rows(W, emb, answer_bag, own)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
             q = order[b]
             L, target = length[q], answer[q]
-            _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
+            _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
             _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[b], L, linear, layerwise,
                   masking, soft, null)
             if asked:
@@ -335,7 +343,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
                            penalty, L, linear, layerwise, readout, asked)
-            aged = max(aged, _table_grads(g_emb, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
+            aged = max(aged, _table_grads(g_emb, g_B, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
             if summed:  # into C^k's word rows, not T(i)
                 _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
         _sgd(params, grads, answer_bag, aged, lr, max_norm, own)
@@ -767,17 +775,19 @@ def _question_states(states, u, reads):
 
 
 @numba.njit(**JIT, inline="always")
-def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
-    """∂x back through the sparse sentences into the tables' rows (g_emb) and T(age) (g_temporal).
-    Returns how many rows of T(i) it touched (ages below it)."""
+def _table_grads(g_emb, g_B, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
+    """∂x back through the sparse sentences into the tables' rows (g_emb; the question's, slot 0,
+    into g_B's first d columns) and T(age) (g_temporal). Returns how many rows of T(i) it touched
+    (ages below it)."""
     Td, n_ages = g_emb.shape[1], g_temporal.shape[0]
     aged = 0
     for i in range(L + 1):
         columns = d if i == 0 else Td
         g_x_i = g_x[i]
+        rows = g_B if i == 0 else g_emb
         for j in range(n_words[i]):
             a_j, c_j = coef[i, j, 0], coef[i, j, 1]
-            g_row = g_emb[words[i, j]]
+            g_row = rows[words[i, j]]
             for tk in range(columns):
                 g_row[tk] += (a_j + e[tk] * c_j) * g_x_i[tk]
         if i > 0 and n_ages > 0:
@@ -792,8 +802,8 @@ def _table_grads(g_emb, g_temporal, g_x, words, coef, n_words, ages, L, d, e):
 @numba.njit(**JIT, inline="always")
 def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     """∂W^k into C^K's rows (own: C^k's), then SGD with this seed's gradient norm clipped at max_norm."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b = grads
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b = grads
     Td, d = emb.shape[1], g_W.shape[2]
     for r in range(g_W.shape[0]):  # W^r = answer_bag C^K (own: C^r, table r + 1)
         column = (r + 1) * d if own else Td - d
@@ -805,7 +815,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                    + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
                    + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel())
-                   + _squares(g_sum_b))
+                   + _squares(g_sum_b) + _squares(g_own_b.ravel()))
     step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
     _descend(emb.ravel(), g_emb.ravel(), step)
     _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
@@ -820,6 +830,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     _descend(rel.ravel(), g_rel.ravel(), step)
     _descend(relq.ravel(), g_relq.ravel(), step)
     _descend(sum_b, g_sum_b, step)
+    _descend(own_b.ravel(), g_own_b.ravel(), step)
 
 
 @numba.njit(**JIT)
@@ -839,17 +850,19 @@ def _descend(a, g, step):
 
 
 @numba.njit(**JIT, inline="always")
-def _embed(x, emb, temporal, words, coef, n_words, ages, L, d, e):
+def _embed(x, emb, B, temporal, words, coef, n_words, ages, L, d, e):
     """x[i] for one question's slots 0..L: every table applied to memory i (at its age), and
-    table 0 (B) to the question in slot 0. words, coef, n_words: the question's rows; ages (M,)."""
+    B's first d columns to the question in slot 0 (B: emb, whose table 0 is B, or the question's
+    own table). words, coef, n_words: the question's rows; ages (M,)."""
     Td, n_ages = emb.shape[1], temporal.shape[0]
     for i in range(L + 1):
         columns = d if i == 0 else Td
         x_i = x[i]
         x_i[:] = 0.0
+        rows = B if i == 0 else emb
         for j in range(n_words[i]):
             a_j, c_j = coef[i, j, 0], coef[i, j, 1]
-            row = emb[words[i, j]]
+            row = rows[words[i, j]]
             for tk in range(columns):
                 x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
         if i > 0 and n_ages > 0:
@@ -955,13 +968,14 @@ def _answer_rows(W, emb, answer_bag, own):
 def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
     """One seed's answer class to each question and the hops it took (the forward pass of
     _seed_epoch, and the stopping rule at inference)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own = flags
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((K, answer_bag.shape[0], d), np.float32)
     _answer_rows(W, emb, answer_bag, own)
+    B = own_b if own_q else emb  # the question's table: its first d columns
     x = np.empty((M1, Td), np.float32)
     tables = x.reshape((M1, Td // d, d))
     p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
@@ -977,7 +991,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     answers, hops = np.empty(N, np.int64), np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
-        _embed(x, emb, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
+        _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
         _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[q], L, linear, layerwise,
               masking, soft, null)
         if asked:
