@@ -781,16 +781,19 @@ def _table_grads(g_emb, g_B, g_temporal, g_x, words, coef, n_words, ages, L, d, 
     (ages below it)."""
     Td, n_ages = g_emb.shape[1], g_temporal.shape[0]
     aged = 0
-    for i in range(L + 1):
-        columns = d if i == 0 else Td
+    for j in range(n_words[0]):  # the question: B's columns alone
+        a_j, c_j = coef[0, j, 0], coef[0, j, 1]
+        g_row = g_B[words[0, j]]
+        for k in range(d):
+            g_row[k] += (a_j + e[k] * c_j) * g_x[0, k]
+    for i in range(1, L + 1):
         g_x_i = g_x[i]
-        rows = g_B if i == 0 else g_emb
         for j in range(n_words[i]):
             a_j, c_j = coef[i, j, 0], coef[i, j, 1]
-            g_row = rows[words[i, j]]
-            for tk in range(columns):
+            g_row = g_emb[words[i, j]]
+            for tk in range(Td):
                 g_row[tk] += (a_j + e[tk] * c_j) * g_x_i[tk]
-        if i > 0 and n_ages > 0:
+        if n_ages > 0:
             age = min(ages[i - 1], n_ages - 1)
             aged = max(aged, age + 1)
             g_row = g_temporal[age]
@@ -855,17 +858,21 @@ def _embed(x, emb, B, temporal, words, coef, n_words, ages, L, d, e):
     B's first d columns to the question in slot 0 (B: emb, whose table 0 is B, or the question's
     own table). words, coef, n_words: the question's rows; ages (M,)."""
     Td, n_ages = emb.shape[1], temporal.shape[0]
-    for i in range(L + 1):
-        columns = d if i == 0 else Td
+    x[0] = 0.0
+    for j in range(n_words[0]):  # the question: B's columns alone
+        a_j, c_j = coef[0, j, 0], coef[0, j, 1]
+        row = B[words[0, j]]
+        for k in range(d):
+            x[0, k] += (a_j + e[k] * c_j) * row[k]
+    for i in range(1, L + 1):
         x_i = x[i]
         x_i[:] = 0.0
-        rows = B if i == 0 else emb
         for j in range(n_words[i]):
             a_j, c_j = coef[i, j, 0], coef[i, j, 1]
-            row = rows[words[i, j]]
-            for tk in range(columns):
+            row = emb[words[i, j]]
+            for tk in range(Td):
                 x_i[tk] += (a_j + e[tk] * c_j) * row[tk]
-        if i > 0 and n_ages > 0:
+        if n_ages > 0:
             row = temporal[min(ages[i - 1], n_ages - 1)]
             for tk in range(Td):
                 x_i[tk] += row[tk]
