@@ -12,8 +12,8 @@ position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
 
 emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
-question (only its table 0, u^1 = B q, is used; with model.question_table own, B is the array
-question (V, d), else a (1, 1) of zeros that no loop reads); with the null memory it is also the
+question (only its table 0, u^1 = B q, is used; with model.question_table own, B is an array
+of its own, question_table (V, d), else that is a (1, 1) of zeros that no loop reads); with the null memory it is also the
 empty memory every hop may attend to: score 0, and nothing to read. The answer module
 (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
 with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
@@ -235,9 +235,9 @@ JIT = dict(cache=True, nogil=True, fastmath=True, error_model="numpy")
 @numba.njit(**JIT)
 def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper, K, d):
     """One seed's epoch of SGD steps; its parameters (emb, temporal, halt_w, halt_b, H,
-    log_penalty, and the answer module's U, b, V) are updated in place. Returns the summed loss.
-    Per question: the forward pass (_embed, _hops), the answers and the loss, then the backward
-    pass into the gradients."""
+    log_penalty, the answer module's U, b, V, ..., and the question's own table) are updated in
+    place. Returns the summed loss. Per question: the forward pass (_embed, _hops), the answers
+    and the loss, then the backward pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
