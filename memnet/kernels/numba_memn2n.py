@@ -13,10 +13,10 @@ position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
 emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
 question (only its table 0, u^1 = B q, is used; with model.question_table own, B is an array
-of its own, question_table (V, d), else that is a (1, 1) of zeros that no loop reads); with the null memory it is also the
-empty memory every hop may attend to: score 0, and nothing to read. The answer module
-(model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads current, (3d, H)
-with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
+of its own, question_table (V, d), else a (1, 1) of zeros that no loop reads); with the null
+memory it is also the empty memory every hop may attend to: score 0, and nothing to read. The
+answer module (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads
+current, (3d, H) with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
 is sum_bias (K,) (zeros that no loop reads without it), and what it sums, relu(C^k x_i) without
 T(i), is computed from the sentence's words apart from x. The pointer in time
 (model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads; with
