@@ -276,8 +276,8 @@ def test_the_readmes_both_ideas_run_is_both_hop_and_trains_on_the_kernel():
     assert all(f"--{key}=" in text for key in flags)
 
 
-def test_the_readmes_pair_reader_run_is_sup_pairs():
-    # the README trains the pair reader with these flags; docs/results.md reports them as
+def test_the_recipes_pair_reader_run_is_sup_pairs():
+    # docs/recipes.md trains the pair reader with these flags; docs/results.md reports them as
     # `sup_pairs` (which also states linear start off: the reader has none, the trainer skips it)
     from memnet import config
     from memnet.models.pairs import PairReader
@@ -286,19 +286,19 @@ def test_the_readmes_pair_reader_run_is_sup_pairs():
     readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
     assert readme == config.load(None, {**bench.recipe("sup_pairs"), **bench.VARIANTS["sup_pairs"], "train.restarts": 1})
     assert not PairReader.has_linear_start
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
     assert "--model.type=pairs" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
 
 
-def test_the_readmes_unsupervised_pair_reader_run_is_pairs():
-    # the README trains the pair reader on answers alone with these flags; docs/results.md
+def test_the_recipes_unsupervised_pair_reader_run_is_pairs():
+    # docs/recipes.md trains the pair reader on answers alone with these flags; docs/results.md
     # reports them as `pairs`
     from memnet import config
     flags = {"model.place_facts": "true", "train.lr": 0.02, "train.max_grad_norm": 40, "train.random_noise": 0,
              "train.epochs": 300, "train.lr_decay_every": 75}
     readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
     assert readme == config.load(None, {**bench.recipe("pairs"), **bench.VARIANTS["pairs"], "train.restarts": 1})
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
     assert " ".join(f"--{k}={v}" for k, v in flags.items()) in text
 
 
@@ -354,8 +354,8 @@ def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
     assert "failed 1, tasks 2" in capsys.readouterr().out
 
 
-def test_the_readmes_word_reader_runs_are_the_benchs_words_variants():
-    # the README trains the word reader with these flags, then adds dropout, the summed read, the
+def test_the_recipes_word_reader_runs_are_the_benchs_words_variants():
+    # docs/recipes.md trains the word reader with these flags, then adds dropout, the summed read, the
     # sum to the answer and the facts; docs/results.md reports them as `words`, `words_drop`,
     # `words_sum`, `words_out` and `words_sup`
     from memnet import config
@@ -368,7 +368,7 @@ def test_the_readmes_word_reader_runs_are_the_benchs_words_variants():
     for variant, run in runs.items():
         assert config.load(None, {**run, "train.restarts": 1}) == config.load(
             None, {**bench.recipe(variant), **bench.VARIANTS[variant], "train.restarts": 1}), variant
-    text = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
     assert "--model.type=words" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
     assert "--model.dropout=0.2" in text and "--model.summed=true" in text and "--model.summed_out=true" in text
     assert "--train.attention_supervision=1.0" in text
