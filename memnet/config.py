@@ -53,6 +53,12 @@ class MemN2NConfig:
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
+    # at inference, stop only where the hop's answer is also this sure (its largest probability at
+    # least this), else go on to the next hop whose halting probability passes halt_threshold:
+    # training answers are known by heart, so the halting unit learns to stop at the first hop
+    # whose answer is right there, where on new questions a later hop may answer better (0: off;
+    # training is unchanged either way)
+    halt_confidence: float = 0.0
     # the halting unit's starting bias b_h: each hop's halting probability starts near σ(b_h)
     # (-2: 0.12; -4: 0.018, which keeps the early hops' answers from steering training at d = 40)
     halt_init: float = -2.0
@@ -72,8 +78,7 @@ class MemN2NConfig:
     answer_rows: str = "last"
     # what embeds the question: tied, A^1 (the paper's adjacent tying, B = A^1); own, a table B of
     # its own, a copy of A^1 at the start, trained apart from it, so that a word of the question
-    # need not pull the first hop to every memory that names it (adjacent tying only; the kernel
-    # does not cover it: such a run trains the reference model)
+    # need not pull the first hop to every memory that names it (adjacent tying only)
     question_table: str = "tied"
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
@@ -264,6 +269,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.init_std": ("a finite number > 0", _finite(lambda v: v > 0)),
     "model.halt_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.halt_threshold": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
+    "model.halt_confidence": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
     "model.early_answers": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
@@ -370,6 +376,9 @@ def check(cfg: Config) -> Config:
     if cfg.train.hop_cost and not (getattr(model, "stopping", False) or getattr(model, "act", False)):
         raise ConfigError(f"train.hop_cost: {cfg.train.hop_cost} charges the hops a model stops after; it needs "
                           "model.stopping true (or model.act true), found both false: every question takes every hop")
+    if isinstance(model, MemN2NConfig) and model.halt_confidence and not model.stopping:
+        raise ConfigError(f"model.halt_confidence: {model.halt_confidence} is a condition of the stopping rule; it "
+                          "needs model.stopping true, found false: every question takes every hop")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")

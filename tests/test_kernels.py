@@ -77,6 +77,12 @@ COMBINATIONS = [
     {"model.answer_rows": "own", "model.stopping": True, "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.answer_rows": "own", "model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0,
      "model.early_answers": 0.5, "model.answer_hidden": 3, "model.answer_reads": "sum"},
+    # halt_confidence: at inference the rule goes past a stop whose answer is less sure than this
+    {"model.halt_confidence": 0.6, "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+     "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current",
+     "model.relative_time": 3, "model.relative_query": True},
+    {"model.halt_confidence": 0.6, "model.stopping": True, "model.hops": 4, "model.answer_rows": "own",
+     "model.masking": "hard"},
     # question_table own: the question through a table of its own, with the settings both ideas use
     {"model.question_table": "own", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
      "model.masking": "soft", "model.answer_rows": "own", "train.attention_supervision": 0.7},
@@ -170,6 +176,9 @@ def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questi
         assert torch.equal(hops[s], result.hops_used)  # where the stopping rule stops (train.hop_cost's count)
         if model.stopping:
             assert 0 < (result.hops_used < model.hops).float().mean() < 1  # some questions stop early
+        if model.halt_confidence:  # and some go on past a hop whose h_k passes the threshold
+            model.halt_confidence = 0.0
+            assert (predict(model, batch).hops_used < result.hops_used).any()
         # the same answers, but where two classes are within rounding (an exact tie: the first, in both)
         best_two = result.logits.topk(2, -1).values  # (N, 2)
         margin = best_two[:, 0] - best_two[:, 1]

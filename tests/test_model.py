@@ -179,6 +179,34 @@ def test_stopping_reports_hops_and_reasons(data):
     assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
 
 
+def test_halt_confidence_goes_past_a_stop_whose_answer_is_unsure_at_inference_only(data):
+    """halt_confidence τ: in eval mode the rule answers from the first hop whose h_k passes the
+    threshold and whose answer's largest probability is at least τ (else the last); in training
+    mode the halting unit alone decides, so the loss is the one without τ."""
+    _, vocab, batch = data
+    model = make(vocab, stopping=True, halt_training="right", answer_from="question", hops=3)
+    with torch.no_grad():
+        model.halt_w.zero_()
+        model.halt_b.fill_(5.0)  # h_k passes the threshold at every hop
+    model.eval()
+    ungated = model(batch)
+    sure = ungated.hop_logits.detach().softmax(-1).amax(-1)  # (B, K) each hop's answer's probability
+    assert ungated.hops_used.tolist() == [1, 1, 1] and len(set(sure[:, 0].tolist())) == 3
+    model.halt_confidence = float(sure[:, 0].median())  # two questions sure enough at hop 1, one not
+    r = model(batch)
+    enough = torch.cat([sure[:, :-1] >= model.halt_confidence, torch.ones(3, 1, dtype=torch.bool)], 1)
+    assert torch.equal(r.hops_used, enough.float().argmax(-1) + 1) and (r.hops_used > 1).sum() == 1
+    assert torch.equal(r.logits, ungated.hop_logits[torch.arange(3), r.hops_used - 1])
+    model.train()
+    trained = model(batch)
+    model.halt_confidence = 0.0
+    assert trained.hops_used.tolist() == [1, 1, 1] and torch.equal(trained.loss, model(batch).loss)
+    with pytest.raises(ConfigError, match="halt_confidence.*model.stopping"):
+        load(None, {"model.halt_confidence": 0.9})
+    with pytest.raises(ConfigError, match="halt_confidence"):
+        load(None, {"model.stopping": True, "model.halt_confidence": 1.5})
+
+
 def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothing(data):
     """halt_training right: the loss is Σ_k w_k CE(â_k) + Σ_{k<K} BCE(h_k, [argmax â_k = answer]),
     w_k 1 at the hop the rule answers from and early_answers at the others; the BCE moves the

@@ -54,6 +54,7 @@ COVERS = {
     "model.stopping": (True, False),
     "model.halt_cost": ANY,
     "model.halt_threshold": ANY,
+    "model.halt_confidence": ANY,
     "model.halt_init": ANY,
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
@@ -188,18 +189,18 @@ class Training:
 
     def predict(self, batch: Batch, linear: bool = False) -> np.ndarray:
         """(S, N) each seed's answer class to each question, as the reference model answers in
-        eval mode (the stopping rule at halt_threshold); `linear` as during linear start."""
+        eval mode (the stopping rule at halt_threshold and halt_confidence); `linear` as during linear start."""
         return self.answers(batch, linear)[0]
 
     def answers(self, batch: Batch, linear: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """predict's (S, N) answer classes, and (S, N) the hops each seed took on each question
         (the stopping rule's; else model.hops)."""
         q = self._questions(batch)
-        threshold = np.float32(self.model.halt_threshold)
+        threshold, confidence = np.float32(self.model.halt_threshold), np.float32(self.model.halt_confidence)
 
         def seed_predict(s: int) -> tuple[np.ndarray, np.ndarray]:
             return _seed_predict(self._params(s), self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
-                                 (linear, *self.flags), threshold, self.K, self.d)
+                                 (linear, *self.flags), threshold, confidence, self.K, self.d)
 
         answers, hops = zip(*self._each_seed(seed_predict))
         return np.stack(answers), np.stack(hops)
@@ -303,7 +304,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
             if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
-                given = _stop_hop(h, threshold)
+                given = _stop_hop(h, threshold, 0)
                 pi[:] = early
                 pi[given] = 1.0
                 if last:  # right_last: the last hop's at 1 too; the others' reach the answer layer alone
@@ -410,13 +411,31 @@ def _halting(halt_w, halt_b, states, h, reach, pi, stopping):
 
 
 @numba.njit(**JIT, inline="always")
-def _stop_hop(h, threshold):
-    """The hop (0-based) the stopping rule answers from: the first whose h_k passes the threshold, or the last."""
+def _stop_hop(h, threshold, start):
+    """The hop (0-based) the stopping rule answers from: the first from `start` on whose h_k passes
+    the threshold, or the last."""
     K = h.shape[0]
-    for r in range(K - 1):
+    for r in range(start, K - 1):
         if h[r] > threshold:
             return r
     return K - 1
+
+
+@numba.njit(**JIT, inline="always")
+def _top_probability(W_r, state, extra_r, logits):
+    """The probability of hop r's answer, max_a softmax(W^r state_r + extra_r)_a (logits: room for them)."""
+    n_answers, d = W_r.shape
+    top = np.float32(-np.inf)
+    for a in range(n_answers):
+        logit = extra_r[a]
+        for k in range(d):
+            logit += W_r[a, k] * state[k]
+        logits[a] = logit
+        top = max(top, logit)
+    norm = np.float32(0.0)
+    for a in range(n_answers):
+        norm += np.exp(logits[a] - top)
+    return np.float32(1.0) / norm
 
 
 @numba.njit(**JIT, inline="always")
@@ -972,9 +991,10 @@ def _answer_rows(W, emb, answer_bag, own):
 
 
 @numba.njit(**JIT)
-def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, K, d):
+def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags, halt_threshold, halt_confidence, K, d):
     """One seed's answer class to each question and the hops it took (the forward pass of
-    _seed_epoch, and the stopping rule at inference)."""
+    _seed_epoch, and the stopping rule at inference: past a hop whose answer's probability is
+    under halt_confidence, to the next hop whose h_k passes the threshold)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
     N, M1 = words.shape[0], words.shape[1]
@@ -995,6 +1015,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
     summands = np.zeros((K if summed else 0, M1, d), np.float32)  # and what it adds up
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
+    logits = np.empty(W.shape[1], np.float32)  # a hop's answer logits, for halt_confidence
     answers, hops = np.empty(N, np.int64), np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
@@ -1006,13 +1027,15 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
         r = K - 1
         if stopping:  # the first hop whose h_k = σ(w_h · state_k + b_h) passes the threshold
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
-            r = _stop_hop(h, halt_threshold)
-        hops[q] = r + 1
+            r = _stop_hop(h, halt_threshold, 0)
         if V.shape[0]:
             if product or summed:
                 _third_input(third, gates, summands, emb, words[q], coef[q], n_words[q], e, u[0], reads, scores,
                              attends, sum_b, L, layerwise, product, summed)
             _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
+        while halt_confidence > 0 and r < K - 1 and _top_probability(W[r], states[r], extra[r], logits) < halt_confidence:
+            r = _stop_hop(h, halt_threshold, r + 1)
+        hops[q] = r + 1
         best, answers[q] = np.float32(-np.inf), 0
         for a in range(W.shape[1]):  # argmax_a W^r_a · state_r (the first of equals, as torch's argmax)
             logit = extra[r, a]

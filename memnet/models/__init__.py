@@ -35,7 +35,8 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
                       dim=m.dim, hops=m.hops, encoding=m.encoding, temporal=m.temporal, tying=m.tying,
                       masking=m.masking, answer_from=m.answer_from, null_memory=m.null_memory, stopping=m.stopping,
-                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_init=m.halt_init, mask_init=m.mask_init,
+                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_confidence=m.halt_confidence,
+                      halt_init=m.halt_init, mask_init=m.mask_init,
                       answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
                       answer_rows=m.answer_rows, question_table=m.question_table,
                       attention_supervision=cfg.train.attention_supervision)

@@ -30,6 +30,11 @@ The switches, each a field of memnet.config.MemN2NConfig:
   halting steers nothing), and the loss trains every hop's answer: the one the rule gives (from
   the first hop whose h_k passes halt_threshold, or K) at weight 1, every other at early_answers.
   Inference stops as above: at the first hop whose answer is probably right.
+  halt_confidence τ > 0: at inference the rule stops at hop k only where also max_a â_k,a >= τ,
+  and else goes on to the next hop whose h_k passes halt_threshold: the halting unit learns on
+  training questions, whose answers the model knows by heart (every hop right on them), so it
+  stops at hop 1 where on new questions a later hop answers better (qa10: 97.0% after hop 1,
+  98.8% after hop 2); an answer it is unsure of is the sign it sees. Training is unchanged.
   halt_training right_last: as right, and the last hop's answer also at weight 1 where the rule
   answers from an earlier hop; every other hop's answer at early_answers with its inputs'
   gradient stopped, so that it trains the answer layer (W, the answer module) to read that
@@ -100,7 +105,7 @@ class MemN2N(nn.Module):
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
                  halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last",
-                 question_table: str = "tied"):
+                 question_table: str = "tied", halt_confidence: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -109,6 +114,7 @@ class MemN2N(nn.Module):
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.relative_query = bool(relative_time and relative_query)
         self.halt_training, self.early_answers, self.answer_rows = halt_training, early_answers, answer_rows
+        self.halt_confidence = halt_confidence
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -305,7 +311,10 @@ class MemN2N(nn.Module):
         h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (B, K) h_K = 1
         go_on = torch.cumprod(torch.cat([torch.ones_like(h[:, :1]), 1 - h[:, :-1]], -1), -1)  # (B, K) Π_{j<k}(1-h_j)
         halt_probs = h * go_on  # (B, K) π_k
-        stop = (h_raw > self.halt_threshold) | (arange_k == K - 1)  # (B, K)
+        stop = h_raw > self.halt_threshold  # (B, K)
+        if self.halt_confidence and not self.training:  # at inference, where the hop's answer is this sure too
+            stop = stop & (hop_logits.softmax(-1).amax(-1) >= self.halt_confidence)
+        stop = stop | (arange_k == K - 1)
         hops_used = stop.float().argmax(-1) + 1  # (B,) the first hop that says stop
         halted = h_raw.gather(1, (hops_used - 1)[:, None])[:, 0] > self.halt_threshold  # (B,)
         attention = attention * (arange_k < hops_used[:, None])[..., None]  # hops not taken: zeros
