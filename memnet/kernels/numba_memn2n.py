@@ -422,19 +422,27 @@ def _stop_hop(h, threshold, start):
 
 
 @numba.njit(**JIT, inline="always")
-def _top_probability(W_r, state, extra_r, logits):
-    """The probability of hop r's answer, max_a softmax(W^r state_r + extra_r)_a (logits: room for them)."""
+def _hop_logits(W_r, state, extra_r, logits):
+    """Hop r's answer logits W^r state_r + extra_r into logits; returns the first of their argmaxes
+    (as torch's argmax)."""
     n_answers, d = W_r.shape
-    top = np.float32(-np.inf)
+    best = 0
     for a in range(n_answers):
         logit = extra_r[a]
         for k in range(d):
             logit += W_r[a, k] * state[k]
         logits[a] = logit
-        top = max(top, logit)
+        if logit > logits[best]:
+            best = a
+    return best
+
+
+@numba.njit(**JIT, inline="always")
+def _top_probability(logits, best):
+    """max_a softmax(logits)_a, logits[best] being their largest."""
     norm = np.float32(0.0)
-    for a in range(n_answers):
-        norm += np.exp(logits[a] - top)
+    for a in range(logits.shape[0]):
+        norm += np.exp(logits[a] - logits[best])
     return np.float32(1.0) / norm
 
 
@@ -1015,7 +1023,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
     summands = np.zeros((K if summed else 0, M1, d), np.float32)  # and what it adds up
     h, reach, pi = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # the halting unit's
-    logits = np.empty(W.shape[1], np.float32)  # a hop's answer logits, for halt_confidence
+    logits = np.empty(W.shape[1], np.float32)  # the answer logits of the hop the rule answers from
     answers, hops = np.empty(N, np.int64), np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
@@ -1033,14 +1041,9 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
                 _third_input(third, gates, summands, emb, words[q], coef[q], n_words[q], e, u[0], reads, scores,
                              attends, sum_b, L, layerwise, product, summed)
             _module(U, U_b, V, u[0], reads, third, pre, extra, r, product or summed)
-        while halt_confidence > 0 and r < K - 1 and _top_probability(W[r], states[r], extra[r], logits) < halt_confidence:
+        best = _hop_logits(W[r], states[r], extra[r], logits)
+        while halt_confidence > 0 and r < K - 1 and _top_probability(logits, best) < halt_confidence:
             r = _stop_hop(h, halt_threshold, r + 1)
-        hops[q] = r + 1
-        best, answers[q] = np.float32(-np.inf), 0
-        for a in range(W.shape[1]):  # argmax_a W^r_a · state_r (the first of equals, as torch's argmax)
-            logit = extra[r, a]
-            for k in range(d):
-                logit += W[r, a, k] * states[r, k]
-            if logit > best:
-                best, answers[q] = logit, a
+            best = _hop_logits(W[r], states[r], extra[r], logits)
+        hops[q], answers[q] = r + 1, best
     return answers, hops
