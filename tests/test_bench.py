@@ -276,6 +276,19 @@ def test_the_readmes_both_ideas_run_is_both_hop_and_trains_on_the_kernel():
     assert all(f"--{key}=" in text for key in flags)
 
 
+def test_the_recipes_sure_stopping_run_is_both_sure():
+    # docs/recipes.md adds this flag to the README's both-ideas run; docs/results.md reports it as
+    # `both_sure`
+    from memnet import config
+    flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
+             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.hop_cost": 0.05,
+             "model.halt_confidence": 0.95}
+    recipe = config.load(ROOT / "config.yaml", flags)
+    joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
+    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_sure"], "train.restarts": 10, **joint})
+    assert "`--model.halt_confidence=0.95`" in (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
+
+
 def test_the_recipes_pair_reader_run_is_sup_pairs():
     # docs/recipes.md trains the pair reader with these flags; docs/results.md reports them as
     # `sup_pairs` (which also states linear start off: the reader has none, the trainer skips it)
