@@ -368,18 +368,10 @@ def _workspace(M1, Td, K, d, n_answers):
 def _answer_probs(W, states, extra, probs, ce, target, first):
     """â_r = softmax(W^r state_r + extra_r) into probs[r], and its cross-entropy into ce[r], for
     r >= first (extra: the answer module's logits, or zeros)."""
-    K, n_answers, d = states.shape[0], W.shape[1], W.shape[2]
+    K, n_answers = states.shape[0], W.shape[1]
     ce[:] = 0.0
     for r in range(first, K):
-        top = np.float32(-np.inf)
-        state = states[r]
-        for a in range(n_answers):
-            logit = extra[r, a]
-            W_a = W[r, a]
-            for k in range(d):
-                logit += W_a[k] * state[k]
-            probs[r, a] = logit
-            top = max(top, logit)
+        top = probs[r, _hop_logits(W[r], states[r], extra[r], probs[r])]
         target_logit = probs[r, target] - top if target >= 0 else np.float32(0.0)
         norm = np.float32(0.0)
         for a in range(n_answers):
