@@ -131,8 +131,8 @@ class Best:
     """Each seed's best validation score and its weights then (-inf and None: none chosen yet),
     its validation accuracy then (-1: none yet), and the sum of its scores over all evaluations;
     which seed is the run's best follows train.restart_choice (by_mean: the highest mean, else
-    the highest best; first of equals). The score is the valid accuracy, less train.hop_cost
-    times the mean hops used where that is set (see evaluation)."""
+    the highest best; first of equals). The score is the valid accuracy, less what `charge`
+    subtracts for the hops where train.hop_cost or train.last_hop_cost is set (see evaluation)."""
 
     score: np.ndarray
     states: list[dict[str, torch.Tensor] | None]
@@ -190,8 +190,8 @@ class Loop:
     say: Callable[[str], None]
     best: Best
     # called at each evaluation after linear start with (epoch, (S, N) each seed's answer class to
-    # each valid question, the valid Batch, and with train.hop_cost (S, N) the hops each took, else
-    # None): scripts/bench_babi.py's cross-fitted valid error
+    # each valid question, the valid Batch, and where the hops are charged (S, N) the hops each took,
+    # else None): scripts/bench_babi.py's cross-fitted valid error
     on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None
     saved: tuple = ()  # the (seed, epoch) of each set of weights model.pt holds
     epoch: int = 0  # epochs done
@@ -281,7 +281,7 @@ def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, 
              best: float, best_seed: int, seconds: float, mean: float | None = None, label: str = "mean") -> str:
     """One evaluation's line: the chosen seed's accuracies, its best on valid (and with
     train.restart_choice mean and several seeds, its mean on valid, which chose it: its mean
-    score where train.hop_cost charges the hops, `label` says which)."""
+    score where the hops are charged, `label` says which)."""
     best_text = f"{100 * best:5.1f}%" if best >= 0 else "    -"  # none yet during linear start
     seed_text = f"seed {best_seed}" + (f", {label} {100 * mean:.1f}%" if mean is not None and best >= 0 else "")
     return (f"epoch {epoch:4d}/{epochs} | lr {lr:.5f} | loss {loss:7.4f} | train {100 * train_acc:5.1f}% | "
@@ -371,6 +371,19 @@ def diverged(loop: Loop, losses: np.ndarray) -> None:
                       f"(try a smaller train.lr or model.init_std); {kept}")
 
 
+def charged(cfg: Config) -> bool:
+    """Whether choosing on valid charges the hops (train.hop_cost or train.last_hop_cost)."""
+    return bool(cfg.train.hop_cost or cfg.train.last_hop_cost)
+
+
+def charge(cfg: Config, hops: np.ndarray) -> np.ndarray:
+    """What choosing on valid subtracts from each question's right answer, for the hops it took
+    (any shape): train.hop_cost per hop, and train.last_hop_cost where it took the last hop
+    there is (model.hops; the universal reader's model.layers)."""
+    last = cfg.model.hops if hasattr(cfg.model, "hops") else cfg.model.layers
+    return cfg.train.hop_cost * hops + cfg.train.last_hop_cost * (hops == last)
+
+
 def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     """Score every seed on train and valid, keep each seed's best weights (never ones trained
     without the softmax: they are not the model a checkpoint holds; see Best.record), save
@@ -379,13 +392,13 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
     if not linear:
         hops = None
-        if loop.on_evaluation is not None or loop.cfg.train.hop_cost:
+        if loop.on_evaluation is not None or charged(loop.cfg):
             answers, hops = loop.path.answers(loop.valid)  # (S, N) each
-            hops = hops if loop.cfg.train.hop_cost else None
+            hops = hops if charged(loop.cfg) else None
         if loop.on_evaluation is not None:
             loop.on_evaluation(loop.epoch, answers, loop.valid, hops)
         best.record(valid_acc, loop.epoch, loop.path.state_dict,
-                    None if hops is None else valid_acc - loop.cfg.train.hop_cost * hops.mean(1))
+                    None if hops is None else valid_acc - charge(loop.cfg, hops).mean(1))
     seed = best.seed
     # the run's model changes when a member's weights do, or who the members are
     kept = tuple((s, best.epoch[s]) for s in members(loop))
@@ -396,7 +409,7 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     seconds = time.perf_counter() - loop.started
     mean = float(best.mean()[seed]) if best.by_mean and len(best.total) > 1 else None  # what chose the seed
     loop.say(log_line(loop.epoch, loop.epochs, lr, loss, float(train_acc[seed]), float(valid_acc[seed]),
-                      float(best.accuracy[seed]), seed, seconds, mean, "mean score" if loop.cfg.train.hop_cost else "mean"))
+                      float(best.accuracy[seed]), seed, seconds, mean, "mean score" if charged(loop.cfg) else "mean"))
     if run is not None:
         run.log({"epoch": loop.epoch, "step": loop.step, "lr": lr, "loss": loss, "train_accuracy": train_acc.tolist(),
                  "valid_accuracy": valid_acc.tolist(), "best_valid_accuracy": float(best.accuracy[seed]),
@@ -453,8 +466,8 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
     """The best seed's model, evaluated on valid and test; the final line of metrics.jsonl."""
     best, device = loop.best, loop.valid.story.device
     result: dict[str, Any] = {"best_seed": best.seed, "valid_accuracy_per_seed": best.accuracy.tolist(),
-                              # what chose the seed with restart_choice mean (less hop_cost x mean hops, if set)
-                              ("mean_valid_score_per_seed" if loop.cfg.train.hop_cost else "mean_valid_accuracy_per_seed"):
+                              # what chose the seed with restart_choice mean (less the hops' charge, if set)
+                              ("mean_valid_score_per_seed" if charged(loop.cfg) else "mean_valid_accuracy_per_seed"):
                                   best.mean().tolist(),
                               "best_epoch": best.epoch[best.seed], "steps": loop.step,
                               "train_questions": len(loop.train_data), "training_path": loop.path.name,

@@ -39,7 +39,7 @@ import numpy as np
 from memnet import babi, config, generator, official
 from memnet.config import resolve
 from memnet.evaluation import is_failed, read_results
-from memnet.train import train
+from memnet.train import charge, train
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -164,6 +164,10 @@ VARIANTS["both_hop"] = {**VARIANTS["both_right"], "train.hop_cost": 0.05}
 # docs/results.md "Stopping where the answer is sure"): 0.16 points behind config.yaml's test mean
 # over nine seed sets (ahead on valid), qa2 then read on to a third hop on 7-28% of its questions
 VARIANTS["both_sure"] = {**VARIANTS["both_hop"], "model.halt_confidence": 0.95}
+# both_right and both_sure charging the last hop alone when choosing (train.last_hop_cost instead of
+# train.hop_cost; docs/results.md "A cost for the last hop alone"): no restart kept for stopping too soon
+VARIANTS["both_last"] = {**VARIANTS["both_right"], "train.last_hop_cost": 0.05}
+VARIANTS["sure_last"] = {**VARIANTS["both_last"], "model.halt_confidence": 0.95}
 # config.yaml with attention supervision (sup_rq), and with the answer module reading each hop's
 # memories summed through gates that supervision teaches the supporting facts (sup_sum,
 # model.answer_reads sum: counting, qa7, and lists, qa8; docs/results.md, "Counting and lists")
@@ -204,7 +208,7 @@ VARIANTS["words_sup"] = {**VARIANTS["words_out"], "train.attention_supervision":
 VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads": "current", "train.lr": 0.02,
                         "train.restart_choice": "mean", "train.joint_relative_time": 5, "model.relative_query": True}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
-          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_hop": "the same, a cost per hop when choosing", "both_sure": "the same, stopping where the answer is sure", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
+          "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state (config.yaml)", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_hop": "the same, a cost per hop when choosing", "both_sure": "the same, stopping where the answer is sure", "both_last": "config.yaml +both, a cost for the last hop", "sure_last": "the same, stopping where the answer is sure", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
           "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out", "sup_pairs": "pair reader +sup", "pairs": "pair reader, places from facts", "words": "word reader", "words_drop": "word reader, dropout 0.2", "words_sum": "word reader, dropout 0.2, summed read", "words_out": "word reader, dropout 0.2, summed read to the answer too", "words_sup": "the same +sup (the summed read's gates)",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
@@ -240,8 +244,8 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
     on a random half of each task's valid questions, score the choice on the other half; the
     mean over `halvings` halvings. correct (E, S, N): each restart's right answers to the N
     valid questions at each evaluation; tasks (N,): each question's task; by_mean: see choice;
-    charge (E, S, N): what the choice subtracts from each right answer (train.hop_cost times
-    the hops the question took), as the trainer does; the error scored is the answers' alone.
+    charge (E, S, N): what the choice subtracts from each right answer for the hops the question
+    took (memnet.train.charge), as the trainer does; the error scored is the answers' alone.
 
     The valid error of the chosen model flatters it: it is the best of many tries (restarts
     times evaluations) on the same 100 questions, and a setting whose tries vary more is
@@ -266,10 +270,10 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
 class ValidAnswers:
     """What train() reports at each evaluation (its on_evaluation), kept for crossfit_errors."""
 
-    def __init__(self, hop_cost: float = 0.0) -> None:
-        self.hop_cost = hop_cost  # train.hop_cost: the trainer charged each hop this
+    def __init__(self, cfg: config.Config | None = None) -> None:
+        self.cfg = cfg  # the run's: where it charges the hops, the trainer's choice did
         self.correct: list[np.ndarray] = []  # per evaluation, (S, N) each restart's right answers on valid
-        self.hops: list[np.ndarray] = []  # per evaluation, (S, N) the hops each took (with hop_cost only)
+        self.hops: list[np.ndarray] = []  # per evaluation, (S, N) the hops each took (where they are charged)
         self.tasks = np.zeros(0, int)  # (N,) each valid question's task
 
     def __call__(self, epoch: int, answers: np.ndarray, valid, hops: np.ndarray | None = None) -> None:
@@ -281,8 +285,8 @@ class ValidAnswers:
     def crossfit(self, by_mean: bool = False) -> dict[int, float]:
         if not self.correct:
             return {}
-        charge = self.hop_cost * np.stack(self.hops) if self.hop_cost else None
-        return crossfit_errors(np.stack(self.correct), self.tasks, by_mean=by_mean, charge=charge)
+        charged = charge(self.cfg, np.stack(self.hops)) if self.hops else None
+        return crossfit_errors(np.stack(self.correct), self.tasks, by_mean=by_mean, charge=charged)
 
 
 def cross_text(error: float | None) -> str:
@@ -344,7 +348,7 @@ def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[s
     records = []
     for job_tasks, data in jobs:
         cfg = resolve(config.load(None, {**base, **data}), len(job_tasks))
-        answers = ValidAnswers(cfg.train.hop_cost)
+        answers = ValidAnswers(cfg)
         result = train(cfg, progress=False, log=False, on_evaluation=answers)
         # the trainer's choice of one restart: an ensemble's average is another model
         crossfit = {} if cfg.train.ensemble else answers.crossfit(cfg.train.restart_choice == "mean")

@@ -4,9 +4,11 @@ scripts/compare_loops.py against the committed loop; scripts/choose_on_valid.py'
 import importlib.util
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,21 +120,43 @@ def test_cross_fitting_charges_the_hops_as_the_trainer_does():
     assert bench.crossfit_errors(correct, tasks, halvings=20, charge=0.6 * hops) == {1: 1.0}
 
 
+def test_the_bench_charges_its_cross_fitting_as_the_run_does():
+    # restart 0 right on every question after 3 hops (of 3), restart 1 right on 80% after 2:
+    # uncharged restart 0 is chosen; with last_hop_cost 0.5 (1 - 0.5 against 0.8) restart 1, with
+    # hop_cost 0.5 restart 1 too (1 - 1.5 against 0.8 - 1)
+    from memnet import config
+    valid = SimpleNamespace(answer=torch.zeros(20, dtype=torch.long), task=torch.ones(20, dtype=torch.long))
+    answers = np.zeros((2, 20), int)
+    answers[1, :4] = 1
+    hops = np.array([[3] * 20, [2] * 20])
+    correct, tasks = (answers == 0)[None], np.ones(20, int)
+    charges = {"": None, "train.hop_cost": 0.5 * hops[None], "train.last_hop_cost": 0.5 * (hops[None] == 3)}
+    for key, charge in charges.items():
+        cfg = config.load(None, {"model.stopping": True, **({key: 0.5} if key else {})})
+        kept = bench.ValidAnswers(cfg)
+        kept(1, answers, valid, hops if key else None)  # the trainer passes the hops where it charges them
+        error = kept.crossfit()[1]
+        assert error == bench.crossfit_errors(correct, tasks, charge=charge)[1]
+        assert error == 0.0 if not key else 0.1 < error < 0.3  # restart 1's 4 wrong in 20, on the unseen halves
+
+
 @pytest.mark.parametrize("backend", ["auto", "torch"])
-def test_the_choice_charging_the_hops_is_the_trainers(babi_fixtures, backend):
-    # with train.hop_cost the trainer reports the hops each restart took on each valid question,
-    # and bench.choice on accuracy less hop_cost (1 here) x mean hops picks what the trainer kept
+@pytest.mark.parametrize("cost", ["hop_cost", "last_hop_cost"])
+def test_the_choice_charging_the_hops_is_the_trainers(babi_fixtures, backend, cost):
+    # where the hops are charged the trainer reports the hops each restart took on each valid
+    # question, and bench.choice on accuracy less the charge (1 here: x mean hops, or x the share
+    # that took all 3) picks what the trainer kept
     from memnet import config
     from memnet.train import train
     cfg = config.load(None, {"data.dir": str(babi_fixtures / "en-valid"), "data.task": "1", "train.epochs": 6,
                              "train.eval_every": 1, "train.linear_start_epochs": 0, "train.restarts": 3,
                              "train.backend": backend, "train.restart_choice": "mean", "model.stopping": True,
-                             "model.halt_init": 0.2, "model.halt_threshold": 0.55, "train.hop_cost": 1.0})
+                             "model.halt_init": 0.2, "model.halt_threshold": 0.55, f"train.{cost}": 1.0})
     seen = []
     result = train(cfg, progress=False, log=False, on_evaluation=lambda epoch, answers, valid, hops: seen.append(
-        ((answers == valid.answer.numpy()).mean(1), hops.mean(1))))
-    accuracy, hops = (np.stack(x) for x in zip(*seen))  # (E, S) each
-    assert ((1 <= hops) & (hops <= 3)).all() and len(np.unique(hops)) > 1
+        ((answers == valid.answer.numpy()).mean(1), (hops if cost == "hop_cost" else hops == 3).mean(1))))
+    accuracy, hops = (np.stack(x) for x in zip(*seen))  # (E, S) each: accuracy, what is charged
+    assert len(np.unique(hops)) > 1
     evaluation, restart = bench.choice(accuracy - hops, by_mean=True)
     assert (evaluation + 1, restart) == (result["best_epoch"], result["best_seed"])
     assert bench.choice(accuracy, by_mean=True) != (evaluation, restart)  # the charge decided

@@ -94,10 +94,39 @@ def test_hop_cost_keeps_the_restart_and_epoch_that_stop_sooner_at_a_small_cost_i
     assert loop.best.score.tolist() == pytest.approx([0.75, 0.78])
 
 
-def test_hop_cost_needs_a_stopping_rule(tiny):
-    with pytest.raises(config.ConfigError, match="train.hop_cost.*model.stopping"):
-        quick(tiny, **{"train.hop_cost": 0.05})
-    assert quick(tiny, **{"train.hop_cost": 0.05, "model.stopping": True}).train.hop_cost == 0.05
+def test_last_hop_cost_charges_the_questions_that_took_every_hop_and_pays_nothing_for_stopping_soon(tiny):
+    # three seeds, 3 hops at most: 0.92 right after 1 hop, 0.96 after 2, 0.98 after 3. hop_cost
+    # 0.05 keeps the one that stops soonest (0.87 against 0.86 and 0.83); last_hop_cost 0.05
+    # charges the third seed alone and keeps the second (0.92, 0.96, 0.93)
+    def choose(**cost):
+        path = SimpleNamespace(state_dict=lambda s: {}, answers=lambda batch: (None, np.array([[1] * 4, [2] * 4, [3] * 4])))
+        path.accuracy = lambda batch, linear: np.array([0.92, 0.96, 0.98] if batch == "valid" else [0.0] * 3)
+        cfg = quick(tiny, **{"model.stopping": True, "train.restarts": 3, **cost})
+        loop = SimpleNamespace(cfg=cfg, path=path, valid="valid", train_data="train", run=None, epoch=1,
+                               best=train_module.Best.empty(3), say=lambda line: None, started=0.0, epochs=1,
+                               on_evaluation=None)
+        train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
+        return loop.best.seed, loop.best.score.tolist()
+
+    assert choose(**{"train.hop_cost": 0.05}) == (0, pytest.approx([0.87, 0.86, 0.83]))
+    assert choose(**{"train.last_hop_cost": 0.05}) == (1, pytest.approx([0.92, 0.96, 0.93]))
+    assert choose(**{"train.hop_cost": 0.01, "train.last_hop_cost": 0.05}) == (1, pytest.approx([0.91, 0.94, 0.90]))
+
+
+def test_charge_counts_the_universal_readers_layers_as_its_hops():
+    hops = np.array([[1, 2, 3, 4]])
+    memn2n = config.load(None, {"model.stopping": True, "train.last_hop_cost": 0.5, "model.hops": 3})
+    universal = config.load(None, {"model.type": "universal", "model.act": True, "model.layers": 4,
+                                   "train.last_hop_cost": 0.5, "train.hop_cost": 0.1})
+    assert train_module.charge(memn2n, hops).tolist() == [[0.0, 0.0, 0.5, 0.0]]
+    assert train_module.charge(universal, hops)[0].tolist() == pytest.approx([0.1, 0.2, 0.3, 0.9])
+
+
+@pytest.mark.parametrize("key", ["train.hop_cost", "train.last_hop_cost"])
+def test_hop_costs_need_a_stopping_rule(tiny, key):
+    with pytest.raises(config.ConfigError, match=f"{key}.*model.stopping"):
+        quick(tiny, **{key: 0.05})
+    assert getattr(quick(tiny, **{key: 0.05, "model.stopping": True}).train, key.split(".")[1]) == 0.05
 
 
 def scripted_loop(cfg, valid_accuracies, saved):
