@@ -200,7 +200,7 @@ class TrainConfig:
     # valid accuracy less hop_cost times the mean hops used, so that of two equally right
     # models the one that stops sooner is kept (0.05: one hop weighs five points of accuracy)
     hop_cost: float = 0.0  # what one hop costs when choosing on valid; 0: accuracy alone
-    # the same charged for the last hop alone (model.hops, or the universal reader's layers): the
+    # the same charged for the last hop alone (model.hops, or a transformer reader's layers): the
     # share of valid questions that took every hop, the rule not stopping them sooner, times this.
     # hop_cost also pays a model for stopping too soon (one that answers qa13 after hop 1, 1-5
     # points worse on valid, saves 0.9 hops); this prefers the rule that stops to one that does

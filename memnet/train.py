@@ -379,7 +379,7 @@ def charged(cfg: Config) -> bool:
 def charge(cfg: Config, hops: np.ndarray) -> np.ndarray:
     """What choosing on valid subtracts from each question's right answer, for the hops it took
     (any shape): train.hop_cost per hop, and train.last_hop_cost where it took the last hop
-    there is (model.hops; the universal reader's model.layers)."""
+    there is (model.hops; a transformer reader's model.layers)."""
     last = cfg.model.hops if hasattr(cfg.model, "hops") else cfg.model.layers
     return cfg.train.hop_cost * hops + cfg.train.last_hop_cost * (hops == last)
 

@@ -113,7 +113,7 @@ def test_last_hop_cost_charges_the_questions_that_took_every_hop_and_pays_nothin
     assert choose(**{"train.hop_cost": 0.01, "train.last_hop_cost": 0.05}) == (1, pytest.approx([0.91, 0.94, 0.90]))
 
 
-def test_charge_counts_the_universal_readers_layers_as_its_hops():
+def test_charge_counts_a_transformer_readers_layers_as_its_hops():
     hops = np.array([[1, 2, 3, 4]])
     memn2n = config.load(None, {"model.stopping": True, "train.last_hop_cost": 0.5, "model.hops": 3})
     universal = config.load(None, {"model.type": "universal", "model.act": True, "model.layers": 4,
