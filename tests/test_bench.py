@@ -284,32 +284,32 @@ def test_the_pair_reader_runs_on_the_bench(babi_fixtures, tmp_path):
     assert len(record["hop_accuracy"]) == 2 and record["epochs"] == 2
 
 
-def test_the_readmes_both_ideas_run_is_both_hop_and_trains_on_the_kernel():
+def test_the_readmes_both_ideas_run_is_both_last_and_trains_on_the_kernel():
     # the README turns both ideas on over config.yaml with these flags; docs/results.md reports
-    # them as `both_hop` (`both_right` with a cost per hop when choosing), trained with the
-    # compiled kernel
+    # them as `both_last` (`both_right` with a cost for the last hop when choosing), trained with
+    # the compiled kernel
     from memnet import config, kernels
     from memnet.kernels import numba_memn2n
     flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
-             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.hop_cost": 0.05}
+             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05}
     readme = config.load(ROOT / "config.yaml", flags)
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_hop"], "train.restarts": 10, **joint})
+    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_last"], "train.restarts": 10, **joint})
     assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(readme, 1)) == []
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert all(f"--{key}=" in text for key in flags)
 
 
-def test_the_recipes_sure_stopping_run_is_both_sure():
+def test_the_recipes_sure_stopping_run_is_sure_last():
     # docs/recipes.md adds this flag to the README's both-ideas run; docs/results.md reports it as
-    # `both_sure`
+    # `sure_last`
     from memnet import config
     flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
-             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.hop_cost": 0.05,
+             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05,
              "model.halt_confidence": 0.95}
     recipe = config.load(ROOT / "config.yaml", flags)
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_sure"], "train.restarts": 10, **joint})
+    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_last"], "train.restarts": 10, **joint})
     assert "`--model.halt_confidence=0.95`" in (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
 
 
