@@ -272,7 +272,7 @@ def crossfit_errors(correct: np.ndarray, tasks: np.ndarray, halvings: int = 1000
 class ValidAnswers:
     """What train() reports at each evaluation (its on_evaluation), kept for crossfit_errors."""
 
-    def __init__(self, cfg: config.Config | None = None) -> None:
+    def __init__(self, cfg: config.Config) -> None:
         self.cfg = cfg  # the run's: where it charges the hops, the trainer's choice did
         self.correct: list[np.ndarray] = []  # per evaluation, (S, N) each restart's right answers on valid
         self.hops: list[np.ndarray] = []  # per evaluation, (S, N) the hops each took (where they are charged)
