@@ -415,6 +415,27 @@ def test_eval_names_the_chain_family(capsys, inspect_run, tmp_path):
     assert [line.split()[0] for line in answers.splitlines()[2:]] == ["chain", "all"]  # each hop's answer
 
 
+def test_eval_sets_the_stopping_rules_gate(capsys, inspect_run, tmp_path):
+    """--model.halt_confidence P: the rule stops at a hop only where its answer is at least P sure.
+    A halting unit that stops at hop 1 on every question (h_k near 1), as the checkpoint has it, then
+    gated at P = 1 (an answer that sure the tiny model never gives): every question reads to hop 3."""
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    payload["state_dict"]["halt_b"] = torch.tensor([20.0])
+    checkpoint.write(tmp_path / "stops.pt", {k: v for k, v in payload.items() if k != "format"})
+    argv = ["eval", "--checkpoint", tmp_path / "stops.pt", "--data", inspect_run["data"], "--json"]
+    by_gate = {}
+    for gate in ([], ["--model.halt_confidence=0"], ["--model.halt_confidence", "1"]):
+        code, out, err = run(capsys, *argv, *gate)
+        assert code == 0, err
+        by_gate[tuple(gate)] = json.loads(out)
+    as_saved, off, gated = by_gate.values()
+    assert as_saved == off and off["mean_hops"] == 1.0 and gated["mean_hops"] == 3.0
+    assert off["accuracy"] == off["hop_answer_accuracy"][0] and gated["accuracy"] == gated["hop_answer_accuracy"][2]
+    code, out, err = run(capsys, *argv, "--model.halt_confidence=1.5")
+    assert code == 2 and out == "" and err == ("memnet eval: error: model.halt_confidence: expected between 0 and 1, "
+                                               "found 1.5\n")
+
+
 @pytest.mark.parametrize("command", [["eval"], ["inspect"], ["report", "--out", "r.html"]])
 def test_an_old_relative_data_path_is_named(capsys, inspect_run, monkeypatch, tmp_path, command):
     payload = checkpoint.read(inspect_run["checkpoint"])

@@ -241,6 +241,10 @@ def test_train_and_eval_commands(tiny, tmp_path, capsys):
     assert [row.split()[:2] for row in text[2:]] == [["1", "100"], ["all", "100"]]
     assert [float(x) for x in text[3].split()[2:]] == pytest.approx([100 * a for a in out["hop_answer_accuracy"]], abs=0.05)
     assert out["hop_answer_accuracy"][2] == pytest.approx(out["accuracy"])
+    # the stopping rule's gate at evaluation needs a stopping rule
+    assert main(["eval", "--checkpoint", str(run), "--data", str(tiny), "--model.halt_confidence=0.9"]) == 2
+    assert capsys.readouterr().err == ("memnet eval: error: model.halt_confidence: 0.9 is a condition of the stopping "
+                                       "rule; it needs model.stopping true, found false: every question takes every hop\n")
 
 
 def test_commands_report_bad_input_without_traceback(tiny, tmp_path, capsys):

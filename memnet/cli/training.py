@@ -46,6 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--task", help="task spec (default: the tasks the model was trained on)")
     p.add_argument("--split", default="test", choices=babi.SPLITS, help="split to evaluate (default: test)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--model.halt_confidence", dest="halt_confidence", metavar="P",
+                   help="the stopping rule's gate for this evaluation: stop at a hop only where its answer's "
+                        "probability is at least P, else read on (default: the checkpoint's; 0: no gate)")
     p.set_defaults(func=run_eval)
 
     p = subparsers.add_parser(
@@ -151,9 +154,15 @@ def run_eval(args: argparse.Namespace) -> int:
     from memnet import checkpoint
     from memnet.data import encode_tasks, read_splits
     from memnet.evaluation import evaluate, hop_answers_table, hops_table, task_table
+    from memnet.models.memn2n import MemN2N
 
     args.data = official.resolve_data_dir(args.data) if args.data else None
     model, cfg, vocab, _ = checkpoint.load(args.checkpoint)
+    if args.halt_confidence is not None:  # checked as a run's config would be
+        cfg = config.apply_overrides(cfg, {"model.halt_confidence": args.halt_confidence})
+        for part in model.modules():  # the model, or each member of an ensemble
+            if isinstance(part, MemN2N):
+                part.halt_confidence = cfg.model.halt_confidence
     bad = checkpoint.nonfinite(model)
     if bad:
         print(f"memnet eval: warning: {args.checkpoint} holds weights that are not finite ({', '.join(bad)}): "
