@@ -78,7 +78,9 @@ class MemN2NConfig:
     answer_rows: str = "last"
     # what embeds the question: tied, A^1 (the paper's adjacent tying, B = A^1); own, a table B of
     # its own, a copy of A^1 at the start, trained apart from it, so that a word of the question
-    # need not pull the first hop to every memory that names it (adjacent tying only)
+    # need not pull the first hop to every memory that names it; offset, A^1 plus a table of its
+    # own from zero that the question alone trains: tied at the start, following A^1 as the memories
+    # train it, with room to move apart (adjacent tying only)
     question_table: str = "tied"
     masking: str = "off"  # visited-memory masking: off, hard or soft
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
@@ -252,7 +254,7 @@ CHOICES = {
     "model.answer_reads": ("all", "current", "product", "sum"),
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
-    "model.question_table": ("tied", "own"),
+    "model.question_table": ("tied", "own", "offset"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
@@ -394,9 +396,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, MemN2NConfig) and model.answer_rows == "own" and model.tying != "adjacent":
         raise ConfigError("model.answer_rows: own reads each hop's answer through its own output table C^k; "
                           f"it needs model.tying adjacent, found {model.tying} (one C for every hop)")
-    if isinstance(model, MemN2NConfig) and model.question_table == "own" and model.tying != "adjacent":
-        raise ConfigError("model.question_table: own unties the question's table B from A^1; it needs model.tying "
-                          f"adjacent, found {model.tying} (which has a B of its own)")
+    if isinstance(model, MemN2NConfig) and model.question_table != "tied" and model.tying != "adjacent":
+        raise ConfigError(f"model.question_table: {model.question_table} unties the question's table B from A^1; it "
+                          f"needs model.tying adjacent, found {model.tying} (which has a B of its own)")
     if isinstance(model, TransformerConfig) and model.dim % model.heads:
         raise ConfigError(f"model.heads: expected a divisor of model.dim ({model.dim}), found {model.heads}")
     if isinstance(model, TransformerConfig) and model.act and model.type != "universal":

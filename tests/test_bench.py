@@ -301,17 +301,21 @@ def test_the_readmes_both_ideas_run_is_both_last_and_trains_on_the_kernel():
     assert all(f"--{key}=" in text for key in flags)
 
 
-def test_the_recipes_sure_stopping_run_is_sure_last():
-    # docs/recipes.md adds this flag to the README's both-ideas run; docs/results.md reports it as
-    # `sure_last`
+@pytest.mark.parametrize("variant, added", [("sure_last", {"model.halt_confidence": 0.95}),
+                                            ("sure_offset", {"model.halt_confidence": 0.95,
+                                                             "model.question_table": "offset"})])
+def test_the_recipes_sure_stopping_runs_are_the_benchs(variant, added):
+    # docs/recipes.md adds these flags to the README's both-ideas run; docs/results.md reports them
+    # as `sure_last` and `sure_offset`
     from memnet import config
     flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
              "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05,
-             "model.halt_confidence": 0.95}
+             **added}
     recipe = config.load(ROOT / "config.yaml", flags)
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_last"], "train.restarts": 10, **joint})
-    assert "`--model.halt_confidence=0.95`" in (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
+    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS[variant], "train.restarts": 10, **joint})
+    text = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
+    assert all(f"`--{key}={value}`" in text for key, value in added.items())
 
 
 def test_the_recipes_pair_reader_run_is_sup_pairs():

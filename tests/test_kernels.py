@@ -88,6 +88,10 @@ COMBINATIONS = [
      "model.masking": "soft", "model.answer_rows": "own", "train.attention_supervision": 0.7},
     {"model.question_table": "own", "model.answer_from": "question", "model.answer_hidden": 4,
      "model.answer_reads": "product", "model.relative_time": 2, "model.relative_query": True},
+    # question_table offset (A^1 + B') with both ideas' settings and the pointer reading the hop's state
+    {"model.question_table": "offset", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+     "model.masking": "soft", "model.answer_from": "question", "model.answer_hidden": 4,
+     "model.answer_reads": "current", "model.relative_time": 2, "model.relative_query": True, "model.halt_confidence": 0.6},
 ]
 
 

@@ -337,6 +337,33 @@ def test_question_table_own_embeds_the_question_apart_from_a1(data):
         load(None, {"model.question_table": "own", "model.tying": "layerwise"})
 
 
+def test_question_table_offset_starts_tied_and_follows_a1(data):
+    """question_table offset: B = A^1 + B' with B' from zero: the same answers and loss as tied at
+    the start, A^1 trained by the memories alone and B' by the question, as own's A^1 and B are."""
+    _, vocab, batch = data
+    offset = make(vocab, question_table="offset", hops=2)
+    tied = make(vocab, hops=2)
+    assert not offset.question_table.any() and torch.equal(offset.tables, tied.tables)
+    r_offset, r_tied = offset(batch), tied(batch)
+    assert torch.allclose(r_offset.logits, r_tied.logits) and torch.allclose(r_offset.loss, r_tied.loss)
+    r_offset.loss.backward()
+    r_tied.loss.backward()
+    own = make(vocab, question_table="own", hops=2)
+    own(batch).loss.backward()
+    assert torch.allclose(offset.tables.grad, own.tables.grad, atol=1e-6)  # A^1: the memories' gradient alone
+    assert torch.allclose(offset.question_table.grad, own.question_table.grad, atol=1e-6)
+    assert offset.question_table.grad.abs().sum() > 0
+    with torch.no_grad():  # A^1 moved: the question moves with it, as tied's does
+        offset.tables[0].add_(0.3)
+        tied.tables[0].add_(0.3)
+    assert torch.allclose(offset(batch).logits, tied(batch).logits, atol=1e-5)
+    with torch.no_grad():  # B' moved: the answers move
+        offset.question_table.add_(0.5)
+    assert not torch.allclose(offset(batch).logits, tied(batch).logits)
+    with pytest.raises(ConfigError, match="question_table: offset"):
+        load(None, {"model.question_table": "offset", "model.tying": "layerwise"})
+
+
 def test_config_checks_the_halting_training():
     with pytest.raises(ConfigError, match="halt_training"):
         load(None, {"model.halt_training": "sometimes"})

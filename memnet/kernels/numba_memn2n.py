@@ -13,7 +13,8 @@ position-encoding weights a_j, c_j, so that l_kj = a_j + e_k c_j):
 emb (V, n_tables * d) holds the reference model's tables side by side, [A^1 = B, C^1 = A^2,
 ..., C^K = W^T] with adjacent tying, [B, A, C, W^T] with layer-wise tying. Slot 0 holds the
 question (only its table 0, u^1 = B q, is used; with model.question_table own, B is an array
-of its own, question_table (V, d), else a (1, 1) of zeros that no loop reads); with the null
+of its own, question_table (V, d), with offset A^1 + question_table, the question's gradient
+into question_table alone; else a (1, 1) of zeros that no loop reads); with the null
 memory it is also the empty memory every hop may attend to: score 0, and nothing to read. The
 answer module (model.answer_hidden) is dense: U ((K+1) d, H), or (2d, H) with answer_reads
 current, (3d, H) with product or sum, b (H,), V (H, A), as in the reference model; with sum, the gates' bias b_k
@@ -58,7 +59,7 @@ COVERS = {
     "model.halt_init": ANY,
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
-    "model.question_table": ("tied", "own"),
+    "model.question_table": ("tied", "own", "offset"),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
@@ -142,7 +143,7 @@ class Training:
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
                       first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
                       first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
-                      first.question_table is not None)
+                      first.question_table is not None, first.question_offset)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -241,7 +242,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     and the loss, then the backward pass into the gradients."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -291,7 +292,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         for b in range(start, min(start + batch_size, N)):
             q = order[b]
             L, target = length[q], answer[q]
-            _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e)
+            _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e, offset)
             _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[b], L, linear, layerwise,
                   masking, soft, null)
             if asked:
@@ -800,7 +801,7 @@ def _table_grads(g_emb, g_B, g_temporal, g_x, words, coef, n_words, ages, L, d, 
     (ages below it)."""
     Td, n_ages = g_emb.shape[1], g_temporal.shape[0]
     aged = 0
-    for j in range(n_words[0]):  # the question: B's columns alone
+    for j in range(n_words[0]):  # the question: B's columns alone (with offset, B' of A^1 + B')
         a_j, c_j = coef[0, j, 0], coef[0, j, 1]
         g_row = g_B[words[0, j]]
         for k in range(d):
@@ -872,17 +873,17 @@ def _descend(a, g, step):
 
 
 @numba.njit(**JIT, inline="always")
-def _embed(x, emb, B, temporal, words, coef, n_words, ages, L, d, e):
+def _embed(x, emb, B, temporal, words, coef, n_words, ages, L, d, e, offset):
     """x[i] for one question's slots 0..L: every table applied to memory i (at its age), and
     B's first d columns to the question in slot 0 (B: emb, whose table 0 is B, or the question's
-    own table). words, coef, n_words: the question's rows; ages (M,)."""
+    own table; with `offset`, A^1 + B). words, coef, n_words: the question's rows; ages (M,)."""
     Td, n_ages = emb.shape[1], temporal.shape[0]
     x[0] = 0.0
-    for j in range(n_words[0]):  # the question: B's columns alone
+    for j in range(n_words[0]):  # the question: B's columns alone (offset: A^1's and B's)
         a_j, c_j = coef[0, j, 0], coef[0, j, 1]
-        row = B[words[0, j]]
+        row, a1 = B[words[0, j]], emb[words[0, j]]
         for k in range(d):
-            x[0, k] += (a_j + e[k] * c_j) * row[k]
+            x[0, k] += (a_j + e[k] * c_j) * (row[k] + a1[k] if offset else row[k])
     for i in range(1, L + 1):
         x_i = x[i]
         x_i[:] = 0.0
@@ -996,7 +997,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     _seed_epoch, and the stopping rule at inference: past a hop whose answer's probability is
     under halt_confidence, to the next hop whose h_k passes the threshold)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -1019,7 +1020,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     answers, hops = np.empty(N, np.int64), np.empty(N, np.int64)
     for q in range(N):
         L = length[q]
-        _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e)
+        _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e, offset)
         _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[q], L, linear, layerwise,
               masking, soft, null)
         if asked:

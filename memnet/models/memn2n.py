@@ -50,6 +50,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   instead of the paper's B = A^1: tied, a word of the question adds a positive term to the score
   of every memory that names it at the same place, which pulls hop 1 to an earlier fact naming the
   question's place (qa6: "Is Daniel in the bedroom?"); untied, B can learn to ask for the person.
+  question_table offset: B = A^1 + B', B' from zero, the question's gradient into B' alone: tied
+  at the start, and B follows A^1 as the memories train it, so that the pull stays where a task
+  needs it (qa14: "Where was Bill before the school?" hop 1 wants the fact that names the school),
+  while B' can take a word of the question away from the memories that name it (qa6).
 - answer_from readout: â_k = softmax(W o^k), the answer from what hop k read alone (the
   halting unit then reads o^k too). With u^{k+1}, an earlier hop's read-out reaches the answer
   directly, so on a chain (qa16) hop 1 learns to read a colour, not the chain's first fact.
@@ -119,8 +123,10 @@ class MemN2N(nn.Module):
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
         self.tables = nn.Parameter(torch.zeros(self.n_tables, vocab_size, dim))  # (n_tables, V, d)
-        # question_table own: the question's B apart from A^1 (a copy of it at the start)
-        self.question_table = nn.Parameter(torch.zeros(vocab_size, dim)) if question_table == "own" else None  # (V, d)
+        # question_table own: the question's B apart from A^1 (a copy of it at the start); offset: B' of
+        # B = A^1 + B' (from zero)
+        self.question_table = nn.Parameter(torch.zeros(vocab_size, dim)) if question_table != "tied" else None  # (V, d)
+        self.question_offset = question_table == "offset"
         self.temporal = nn.Parameter(torch.zeros(self.n_tables, memory_size, dim)) if temporal else None  # (n_tables, memory, d) T(i)
         self.H = nn.Parameter(torch.zeros(dim, dim)) if tying == "layerwise" else None  # (d, d)
         if stopping:
@@ -160,7 +166,7 @@ class MemN2N(nn.Module):
         with torch.no_grad():  # drawn as (rows, tables * d), the layout the kernels keep
             self.tables.copy_(normal(V, n * d).view(V, n, d).transpose(0, 1))
             if self.question_table is not None:
-                self.question_table.copy_(self.tables[0])
+                self.question_table.copy_(torch.zeros_like(self.tables[0]) if self.question_offset else self.tables[0])
             if self.temporal is not None:
                 T = self.memory_size
                 self.temporal.copy_(torch.zeros(n, T, d) if temporal_zero else normal(T, n * d).view(T, n, d).transpose(0, 1))
@@ -219,8 +225,13 @@ class MemN2N(nn.Module):
         real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M) memories, not padding
         visited = torch.zeros_like(real)  # (B, M) memories an earlier hop chose
         l_q = self.weights(batch.query)
-        question = u = (self.embed(batch.query, l_q, 0) if self.question_table is None  # (B, d) u^1 = Σ_j l_j B q_j
-                        else (l_q * self.question_table[batch.query]).sum(-2))
+        if self.question_table is None:
+            question = self.embed(batch.query, l_q, 0)  # (B, d) u^1 = Σ_j l_j B q_j, B = A^1
+        else:
+            question = (l_q * self.question_table[batch.query]).sum(-2)  # (B, d) own: Σ_j l_j B q_j
+            if self.question_offset:  # B = A^1 + B', the question's gradient into B' alone
+                question = question + (l_q * self.tables[0].detach()[batch.query]).sum(-2)
+        u = question
         l = self.weights(batch.story)  # (B, M, J, d)
         # each table applied to every memory once (adjacent tying: C^k is A^{k+1})
         memories = {t: self.embed(batch.story, l, t, batch.time)  # (B, M, d)
