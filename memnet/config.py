@@ -215,13 +215,15 @@ class TrainConfig:
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
-    # train.epochs, train.lr_decay_every and a memory network's model.answer_from and
-    # model.relative_time: the paper's d = 50 and its shorter schedule, no pointer in time
+    # train.epochs, train.lr_decay_every and a memory network's model.answer_from,
+    # model.relative_time and model.question_table: the paper's d = 50 and its shorter schedule,
+    # no pointer in time, the question embedded by A^1
     joint_dim: int = 50  # model.dim of a joint run
     joint_epochs: int = 60  # train.epochs of a joint run
     joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
     joint_answer_from: str = "state"  # model.answer_from of a joint memory network
     joint_relative_time: int = 0  # model.relative_time of a joint memory network
+    joint_question_table: str = "tied"  # model.question_table of a joint memory network
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -256,6 +258,7 @@ CHOICES = {
     "model.answer_rows": ("last", "own"),
     "model.question_table": ("tied", "own", "offset"),
     "train.joint_answer_from": ("state", "readout", "question"),
+    "train.joint_question_table": ("tied", "own", "offset"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
 }
@@ -497,4 +500,5 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
         if isinstance(cfg.model, MemN2NConfig):
             cfg.model.answer_from = cfg.train.joint_answer_from
             cfg.model.relative_time = cfg.train.joint_relative_time
+            cfg.model.question_table = cfg.train.joint_question_table
     return check(cfg)

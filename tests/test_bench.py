@@ -252,12 +252,12 @@ def test_compare_loops_names_a_revision_it_cannot_read(babi_fixtures, tmp_path):
 
 
 def test_config_yaml_is_the_variant_the_docs_name():
-    # docs/results.md reports config.yaml's column as `question_rq` with 10 restarts, and its
+    # docs/results.md reports config.yaml's column as `question_off` with 10 restarts, and its
     # joint run as joint_rq's
     from memnet import config
     ours = config.load(ROOT / "config.yaml")
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_rq"], "train.restarts": 10, **joint})
+    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_off"], "train.restarts": 10, **joint})
     assert ours == variant
     # and the joint run config.yaml makes of all 20 tasks is the one joint_rq's column trained
     tasks = {"data.task": "1-20"}
@@ -285,33 +285,31 @@ def test_the_pair_reader_runs_on_the_bench(babi_fixtures, tmp_path):
     assert len(record["hop_accuracy"]) == 2 and record["epochs"] == 2
 
 
-def test_the_readmes_both_ideas_run_is_both_last_and_trains_on_the_kernel():
+README_BOTH = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9, "model.halt_init": -4.0,
+               "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05, "model.halt_confidence": 0.95}
+
+
+def test_the_readmes_both_ideas_run_is_sure_offset_and_trains_on_the_kernel():
     # the README turns both ideas on over config.yaml with these flags; docs/results.md reports
-    # them as `both_last` (`both_right` with a cost for the last hop when choosing), trained with
-    # the compiled kernel
+    # them as `sure_offset` (`both_right` with a cost for the last hop when choosing, stopping where
+    # the answer is sure, the question's table A^1 + B'), trained with the compiled kernel
     from memnet import config, kernels
     from memnet.kernels import numba_memn2n
-    flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
-             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05}
-    readme = config.load(ROOT / "config.yaml", flags)
+    readme = config.load(ROOT / "config.yaml", README_BOTH)
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["both_last"], "train.restarts": 10, **joint})
+    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_offset"], "train.restarts": 10, **joint})
     assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(readme, 1)) == []
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert all(f"--{key}=" in text for key in flags)
+    assert all(f"--{key}=" in text for key in README_BOTH)
 
 
-@pytest.mark.parametrize("variant, added", [("sure_last", {"model.halt_confidence": 0.95}),
-                                            ("sure_offset", {"model.halt_confidence": 0.95,
-                                                             "model.question_table": "offset"})])
-def test_the_recipes_sure_stopping_runs_are_the_benchs(variant, added):
-    # docs/recipes.md adds these flags to the README's both-ideas run; docs/results.md reports them
-    # as `sure_last` and `sure_offset`
+@pytest.mark.parametrize("variant, added", [("sure_last", {"model.question_table": "tied"}),
+                                            ("both_last", {"model.question_table": "tied", "model.halt_confidence": 0})])
+def test_the_recipes_earlier_both_ideas_runs_are_the_benchs(variant, added):
+    # docs/recipes.md adds these flags to the README's both-ideas run for the settings before it;
+    # docs/results.md reports them as `sure_last` and `both_last`
     from memnet import config
-    flags = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9,
-             "model.halt_init": -4.0, "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05,
-             **added}
-    recipe = config.load(ROOT / "config.yaml", flags)
+    recipe = config.load(ROOT / "config.yaml", {**README_BOTH, **added})
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
     assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS[variant], "train.restarts": 10, **joint})
     text = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
