@@ -83,6 +83,13 @@ class MemN2NConfig:
     # train it, with room to move apart (adjacent tying only)
     question_table: str = "tied"
     masking: str = "off"  # visited-memory masking: off, hard or soft
+    # how a hop's scores become its attention. softmax (the paper); stick: stick-breaking from the
+    # most recent memory back, p_i = σ(score_i) Π_{j more recent} (1 - σ(score_j)), what is left
+    # reading nothing, so that a hop takes the latest memory that matches ("where did John go
+    # last?") however far back it lies, where a softmax spreads over every memory that matches;
+    # mixed: σ(g_k) stick + (1 - σ(g_k)) softmax, a learned g_k per hop from 0, so that each hop of
+    # each task learns which it needs (a chain of "X is a frog" facts, qa16, is not the latest match)
+    attention: str = "softmax"
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
@@ -257,6 +264,7 @@ CHOICES = {
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
     "model.question_table": ("tied", "own", "offset"),
+    "model.attention": ("softmax", "stick", "mixed"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.joint_question_table": ("tied", "own", "offset"),
     "train.backend": ("auto", "numba", "torch"),

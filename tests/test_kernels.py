@@ -92,6 +92,22 @@ COMBINATIONS = [
     {"model.question_table": "offset", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
      "model.masking": "soft", "model.answer_from": "question", "model.answer_hidden": 4,
      "model.answer_reads": "current", "model.relative_time": 2, "model.relative_query": True, "model.halt_confidence": 0.6},
+    # attention stick: stick-breaking from the most recent memory back, with masking, both ideas' settings, the sums
+    {"model.attention": "stick", "model.masking": "hard", "model.null_memory": False, "model.hops": 4},
+    {"model.attention": "stick", "model.relative_time": 2, "model.relative_query": True, "model.masking": "soft",
+     "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0, "model.answer_from": "question",
+     "model.answer_hidden": 4, "model.answer_reads": "current", "model.question_table": "offset",
+     "model.halt_confidence": 0.6, "train.attention_supervision": 0.7},
+    {"model.attention": "stick", "model.tying": "layerwise", "model.answer_hidden": 3, "model.answer_reads": "sum",
+     "model.stopping": True, "train.attention_supervision": 0.7},
+    # mixed: σ(g_k) stick-breaking + (1 - σ(g_k)) softmax
+    {"model.attention": "mixed", "model.masking": "hard", "model.null_memory": False, "model.hops": 4},
+    {"model.attention": "mixed", "model.relative_time": 2, "model.relative_query": True, "model.masking": "soft",
+     "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0, "model.answer_from": "question",
+     "model.answer_hidden": 4, "model.answer_reads": "current", "model.question_table": "offset",
+     "model.halt_confidence": 0.6, "train.attention_supervision": 0.7},
+    {"model.attention": "mixed", "model.tying": "layerwise", "model.answer_hidden": 3, "model.answer_reads": "sum",
+     "model.stopping": True, "train.attention_supervision": 0.7},
 ]
 
 
@@ -125,6 +141,9 @@ def setup(overrides: dict, seeds: int):
         if model.relative_query:  # r too, so that the gradient reaches u^k through it
             with torch.no_grad():
                 model.relative_q.normal_(generator=torch.Generator().manual_seed(s + 20))
+        if model.mixed:  # each hop's share of stick-breaking away from one half
+            with torch.no_grad():
+                model.stick_gate.normal_(generator=torch.Generator().manual_seed(s + 40))
         if model.question_table is not None:  # B away from its start, A^1, so that reading A^1 for the question fails
             with torch.no_grad():
                 model.question_table.normal_(generator=torch.Generator().manual_seed(s + 30))

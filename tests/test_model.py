@@ -41,6 +41,8 @@ VARIANTS = [
     {"relative_time": 2, "relative_query": True, "answer_from": "question", "masking": "soft"},
     {"stopping": True, "halt_training": "right", "answer_from": "question", "masking": "soft"},
     {"answer_hidden": 5, "answer_reads": "sum", "answer_from": "question", "masking": "hard", "relative_time": 2},
+    {"attention": "stick", "masking": "soft", "stopping": True, "relative_time": 2, "relative_query": True},
+    {"attention": "mixed", "masking": "hard", "answer_from": "question", "relative_time": 2},
 ]
 
 
@@ -146,6 +148,39 @@ def test_null_memory_is_one_more_softmax_entry_with_score_zero(data):
     share = a.sum(-1, keepdim=True)  # (3, 1) = Σ exp(s_i) / (1 + Σ exp(s_i))
     assert torch.allclose(a[real], (b * share)[real], atol=1e-6)
     assert ((share > 0) & (share < 1)).all()
+
+
+def test_stick_breaking_gives_each_memory_its_share_of_what_the_more_recent_left(data):
+    # the same weights as a softmax with the null memory, whose hop 1 weights give back the scores:
+    # p_i = e^{s_i} / (1 + Σ_j e^{s_j}), so s_i = log p_i - log(1 - Σ_j p_j); stick-breaking from slot 0,
+    # the most recent, gives p_i = σ(s_i) Π_{j < i} (1 - σ(s_j)), and what is left reads nothing
+    _, vocab, batch = data
+    stick, soft = make(vocab, attention="stick"), make(vocab)
+    stick.load_state_dict(soft.state_dict())
+    q = soft(batch).attention[:, 0].double()  # (3, M) hop 1
+    real = torch.arange(q.shape[1]) < batch.length[:, None]
+    s = q.log() - (1 - q.sum(-1, keepdim=True)).log()  # (3, M) the scores
+    beta = torch.sigmoid(s).masked_fill(~real, 0.0)
+    left = torch.cat([torch.ones_like(beta[:, :1]), (1 - beta).cumprod(-1)[:, :-1]], -1)  # Π_{j < i} (1 - β_j)
+    p = stick(batch).attention[:, 0].double()
+    assert torch.allclose(p, beta * left, atol=1e-5)
+    assert (p[~real] == 0).all() and (p.sum(-1) < 1).all()
+    assert not torch.allclose(p, q, atol=1e-3)
+
+
+def test_mixed_attention_weighs_stick_breaking_and_the_softmax_by_each_hops_learned_share(data):
+    _, vocab, batch = data
+    mixed, stick, soft = make(vocab, attention="mixed"), make(vocab, attention="stick"), make(vocab)
+    assert (mixed.stick_gate == 0).all()  # one half each at the start
+    with torch.no_grad():
+        mixed.stick_gate.copy_(torch.tensor([1.5, -0.5, 0.0]))
+    stick.load_state_dict(soft.state_dict())
+    mixed.load_state_dict({**soft.state_dict(), "stick_gate": mixed.stick_gate.detach().clone()})
+    share = torch.sigmoid(torch.tensor(1.5))
+    a = mixed(batch).attention[:, 0]  # hop 1: the same scores in all three
+    assert torch.allclose(a, share * stick(batch).attention[:, 0] + (1 - share) * soft(batch).attention[:, 0], atol=1e-6)
+    mixed(batch).loss.backward()
+    assert (mixed.stick_gate.grad != 0).all()
 
 
 def test_hard_masking_never_reattends_a_chosen_memory(data):

@@ -60,6 +60,7 @@ COVERS = {
     "model.halt_training": ("expected", "right", "right_last"),
     "model.answer_rows": ("last", "own"),
     "model.question_table": ("tied", "own", "offset"),
+    "model.attention": ("softmax", "stick", "mixed"),
     "model.early_answers": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
@@ -125,6 +126,7 @@ class Training:
         self.answer_in = zeros((S, inputs * self.d, hidden), np.float32)
         self.answer_in_b, self.answer_out = zeros((S, hidden), np.float32), zeros((S, hidden, n_answers), np.float32)
         self.sum_bias = zeros((S, self.K), np.float32)  # answer_reads sum: each hop's gate bias b_k
+        self.stick_gate = zeros((S, self.K), np.float32)  # attention mixed: each hop's g_k (else zeros no loop reads)
         # the pointer in time's w^k, hops 2..K (read only with model.relative_time)
         self.relative = zeros((S, max(self.K - 1, 0), 2 * first.relative_time + 1), np.float32)
         # its r^k with model.relative_query (w^k + r^k u^k); without it, (K-1, 1, 1) of zeros that no loop reads
@@ -143,7 +145,7 @@ class Training:
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
                       first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
                       first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
-                      first.question_table is not None, first.question_offset)
+                      first.question_table is not None, first.question_offset, first.stick, first.mixed)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -154,7 +156,7 @@ class Training:
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
-                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias),
+                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias), ("stick_gate", self.stick_gate),
                             ("question_table", self.question_table)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
@@ -214,7 +216,7 @@ class Training:
         """Seed s's parameter arrays, as the compiled loops take them."""
         return (self.emb[s], self.temporal[s], self.halt_w[s], self.halt_b[s], self.H[s], self.log_penalty[s],
                 self.answer_in[s], self.answer_in_b[s], self.answer_out[s], self.relative[s], self.relative_q[s],
-                self.sum_bias[s], self.question_table[s])
+                self.sum_bias[s], self.question_table[s], self.stick_gate[s])
 
     def _questions(self, batch: Batch) -> Questions:
         if id(batch) not in self.questions:
@@ -240,9 +242,10 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     log_penalty, the answer module's U, b, V, ..., and the question's own table) are updated in
     place. Returns the summed loss. Per question: the forward pass (_embed, _hops), the answers
     and the loss, then the backward pass into the gradients."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
     words, coef, n_words, length, answer, support, n_support = data
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset = flags
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
+        stick, mixed = flags
     lr, halt_cost, supervision, max_norm, early, threshold = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -250,11 +253,13 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     grads = (np.empty_like(emb), np.zeros_like(temporal), np.empty_like(halt_w), np.empty_like(halt_b),
              np.empty_like(H), np.empty_like(log_penalty), np.empty_like(U), np.empty_like(U_b), np.empty_like(V),
              np.empty((K, n_answers, d), np.float32), np.empty_like(rel), np.empty_like(relq), np.empty_like(sum_b),
-             np.empty_like(own_b))
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b = grads
+             np.empty_like(own_b), np.empty_like(mix))
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b, \
+        g_mix = grads
     B, g_B = (own_b, g_own_b) if own_q else (emb, g_emb)  # the question's table: its first d columns
     x, g_x, tables, g_tables, p, scores, g_scores, attends, visited, u, reads, g_state, probs, g_p = \
         _workspace(M1, Td, K, d, n_answers)
+    parts = np.zeros((2, K, M1) if mixed else (2, 1, 1), np.float32)  # attention mixed: each hop's stick-breaking, softmax
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
     pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
     apart = np.zeros(K, np.float32)  # right_last: the weights of the answers whose inputs' gradient is stopped
@@ -286,6 +291,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_relq[:] = 0.0
         g_sum_b[:] = 0.0
         g_own_b[:] = 0.0
+        g_mix[:] = 0.0
         _answer_rows(W, emb, answer_bag, own)
         penalty = np.exp(log_penalty[0])
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
@@ -294,7 +300,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             L, target = length[q], answer[q]
             _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[b], L, d, e, offset)
             _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[b], L, linear, layerwise,
-                  masking, soft, null)
+                  masking, soft, null, (stick, mixed, mix, parts))
             if asked:
                 _question_states(states, u, reads)
             if hidden:
@@ -344,7 +350,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
-                           penalty, L, linear, layerwise, readout, asked)
+                           penalty, L, linear, layerwise, readout, asked, (stick, mixed, scores, mix, g_mix, parts))
             aged = max(aged, _table_grads(g_emb, g_B, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
             if summed:  # into C^k's word rows, not T(i)
                 _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
@@ -527,10 +533,13 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_stat
 @numba.njit(**JIT, inline="always")
 def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                    g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, pointer, ages, penalty, L, linear, layerwise,
-                   readout, asked):
+                   readout, asked, attention):
     """Back through the K hops, from ∂state_k (g_state), ∂score (g_scores), and the answer
     module's ∂o^k (g_reads) and ∂u^1 (g_question) to ∂x (g_x: each table on each slot), ∂H,
-    ∂log_penalty and the pointer in time's ∂w (g_rel) and ∂r (g_relq), through hop k's w^k + r^k u^k (wq)."""
+    ∂log_penalty and the pointer in time's ∂w (g_rel) and ∂r (g_relq), through hop k's w^k + r^k u^k (wq);
+    attention: (stick, mixed, scores, g, ∂g, parts), stick-breaking's β_i = σ(score_i) from the forward
+    pass's scores, and with mixed, each hop's g_k, its gradient, and the two distributions it mixed."""
+    stick, mixed, scores, mix, g_mix, parts = attention
     K, d = p.shape[0], u.shape[1]
     rel, g_rel, relq, g_relq, wq, g_wq = pointer
     relative, query = rel.shape[1] > 1, relq.shape[1] > 1
@@ -563,6 +572,30 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                 g_p[i] = g_p_i
                 weighted += p_i * g_p_i
         g_earlier[:] = 0.0  # read: now hop k's scores add to ∂p^{k-1}
+        if stick:  # p_i = β_i Π_{j<i} (1 - β_j): ∂s_i = ∂p_i p_i (1 - β_i) - β_i Σ_{j>i} ∂p_j p_j, into g_p
+            later = np.float32(0.0)
+            for i in range(L, 0, -1):
+                if attends[hop, i]:
+                    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
+                    g_p_i = g_p[i]
+                    g_p[i] = g_p_i * p[hop, i] * (np.float32(1.0) - beta) - beta * later
+                    later += g_p_i * p[hop, i]
+        elif mixed:  # p = σ(g) stick + (1 - σ(g)) soft: ∂g = σ'(g) Σ_i ∂p_i (stick_i - soft_i), ∂s through both
+            share = np.float32(1.0) / (np.float32(1.0) + np.exp(-mix[hop]))
+            weighted = np.float32(0.0)  # Σ_j soft_j ∂p_j
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    weighted += parts[1, hop, i] * g_p[i]
+            later, toward = np.float32(0.0), np.float32(0.0)
+            for i in range(L, 0, -1):
+                if attends[hop, i]:
+                    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
+                    g_p_i, stuck, soft_i = g_p[i], parts[0, hop, i], parts[1, hop, i]
+                    toward += g_p_i * (stuck - soft_i)
+                    g_p[i] = share * (g_p_i * stuck * (np.float32(1.0) - beta) - beta * later) + (np.float32(1.0) - share) * (
+                        g_p_i if linear else soft_i * (g_p_i - weighted))
+                    later += g_p_i * stuck
+            g_mix[hop] += share * (np.float32(1.0) - share) * toward
         u_k = u[hop]
         if query and hop > 0:
             g_wq[hop] = 0.0
@@ -577,7 +610,7 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                     g_u[j] += H_k[j] * g_next_k
         for i in range(1, L + 1):
             if attends[hop, i]:
-                g_score = (g_p[i] if linear else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
+                g_score = (g_p[i] if linear or stick or mixed else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
                 if visited[hop, i]:  # score_i - e^{log_penalty}
                     g_log_penalty[0] -= g_score * penalty
                 for k in range(d):
@@ -825,8 +858,9 @@ def _table_grads(g_emb, g_B, g_temporal, g_x, words, coef, n_words, ages, L, d, 
 @numba.njit(**JIT, inline="always")
 def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     """∂W^k into C^K's rows (own: C^k's), then SGD with this seed's gradient norm clipped at max_norm."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
-    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b = grads
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
+    g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_sum_b, g_own_b, \
+        g_mix = grads
     Td, d = emb.shape[1], g_W.shape[2]
     for r in range(g_W.shape[0]):  # W^r = answer_bag C^K (own: C^r, table r + 1)
         column = (r + 1) * d if own else Td - d
@@ -838,7 +872,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     norm = np.sqrt(_squares(g_emb.ravel()) + _squares(g_temporal[:aged].ravel()) + _squares(g_halt_w)
                    + _squares(g_halt_b) + _squares(g_H.ravel()) + _squares(g_log_penalty) + _squares(g_U.ravel())
                    + _squares(g_U_b) + _squares(g_V.ravel()) + _squares(g_rel.ravel()) + _squares(g_relq.ravel())
-                   + _squares(g_sum_b) + _squares(g_own_b.ravel()))
+                   + _squares(g_sum_b) + _squares(g_own_b.ravel()) + _squares(g_mix))
     step = np.float32(lr * min(1.0, max_norm / (norm + 1e-6)))
     _descend(emb.ravel(), g_emb.ravel(), step)
     _descend(temporal[:aged].ravel(), g_temporal[:aged].ravel(), step)
@@ -854,6 +888,7 @@ def _sgd(params, grads, answer_bag, aged, lr, max_norm, own):
     _descend(relq.ravel(), g_relq.ravel(), step)
     _descend(sum_b, g_sum_b, step)
     _descend(own_b.ravel(), g_own_b.ravel(), step)
+    _descend(mix, g_mix, step)
 
 
 @numba.njit(**JIT)
@@ -900,12 +935,15 @@ def _embed(x, emb, B, temporal, words, coef, n_words, ages, L, d, e, offset):
 
 @numba.njit(**JIT, inline="always")
 def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages, L, linear, layerwise, masking,
-          soft, null):
+          soft, null, attention):
     """The K hops over memories 1..L: from u[0] = B q (tables[0, 0]), each hop's attention p[k]
     (scores[k] before the softmax), read-out reads[k] = o^k and state u[k + 1]; attends[k] the
     memories hop k could attend to, visited[k] those soft masking penalises; with the pointer in
     time (rel of 2D+1 columns, D > 0) hop k > 1's scores add Σ_j p^{k-1}_j w[age_i - age_j], w = w^k, or
-    w^k + r^k u^k with relq (K-1, 2D+1, d), kept in wq[k] for the backward pass."""
+    w^k + r^k u^k with relq (K-1, 2D+1, d), kept in wq[k] for the backward pass. attention: (stick, mixed,
+    g, parts): stick-breaking from slot 1, the most recent memory, instead of the softmax (and of linear
+    start's p = score); with mixed, σ(g_k) of it and 1 - σ(g_k) of the softmax, each kept in parts[0 / 1, k]."""
+    stick, mixed, mix, parts = attention
     K, d = p.shape[0], u.shape[1]
     relative, query = rel.shape[1] > 1, relq.shape[1] > 1
     u[0] = tables[0, 0]  # u^1 = B q
@@ -949,7 +987,15 @@ def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, 
                 p[hop, i] = score
                 scores[hop, i] = score
                 top = max(top, score)
-        if not linear:  # linear start: p_i = u^k · m_i
+        if stick or mixed:  # stick-breaking: p_i = β_i Π_{j<i} (1 - β_j), β = σ(score)
+            stuck = p[hop] if stick else parts[0, hop]
+            rest = np.float32(1.0)
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
+                    stuck[i] = beta * rest
+                    rest *= np.float32(1.0) - beta
+        if not (stick or linear):  # linear start: p_i = u^k · m_i
             norm = np.exp(-top) if null else np.float32(0.0)
             for i in range(1, L + 1):
                 if attends[hop, i]:
@@ -958,6 +1004,12 @@ def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, 
             for i in range(1, L + 1):
                 if attends[hop, i]:
                     p[hop, i] /= norm
+        if mixed:
+            share = np.float32(1.0) / (np.float32(1.0) + np.exp(-mix[hop]))
+            for i in range(1, L + 1):
+                if attends[hop, i]:
+                    parts[1, hop, i] = p[hop, i]
+                    p[hop, i] = share * parts[0, hop, i] + (np.float32(1.0) - share) * p[hop, i]
         o = reads[hop]  # o = Σ_i p_i c_i
         o[:] = 0.0
         for i in range(1, L + 1):
@@ -996,8 +1048,9 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     """One seed's answer class to each question and the hops it took (the forward pass of
     _seed_epoch, and the stopping rule at inference: past a hop whose answer's probability is
     under halt_confidence, to the next hop whose h_k passes the threshold)."""
-    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b = params
-    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset = flags
+    emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
+    linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
+        stick, mixed = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -1011,6 +1064,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
     penalty = np.exp(log_penalty[0])
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
+    parts = np.zeros((2, K, M1) if mixed else (2, 1, 1), np.float32)  # attention mixed: its two distributions
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
     pre, extra = np.zeros((K, V.shape[0]), np.float32), np.zeros((K, W.shape[1]), np.float32)  # the answer module's
     third, gates = np.zeros((K, d), np.float32), np.zeros((K, M1), np.float32)  # its third input; sum's gates
@@ -1022,7 +1076,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
         L = length[q]
         _embed(x, emb, B, temporal, words[q], coef[q], n_words[q], ages[q], L, d, e, offset)
         _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, wq, ages[q], L, linear, layerwise,
-              masking, soft, null)
+              masking, soft, null, (stick, mixed, mix, parts))
         if asked:
             _question_states(states, u, reads)
         r = K - 1

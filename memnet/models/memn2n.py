@@ -42,6 +42,12 @@ The switches, each a field of memnet.config.MemN2NConfig:
   its hop away from the chain, and the last hop keeps learning to answer every question.
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
+- attention stick (mixed: σ(g_k) times it plus 1 - σ(g_k) times the softmax, g_k learned per hop
+  from 0): stick-breaking instead of the softmax (and of linear start's p = score),
+  from slot 0, the most recent memory, back: p_i = β_i Π_{j<i} (1 - β_j), β_i = σ(score_i),
+  what is left reading nothing. A hop takes the latest memory that matches however far back it
+  lies ("where is the apple?": the last fact that names it), where a softmax spreads over every
+  memory that matches and only recency in T(i) tells them apart.
 - answer_rows own: hop k's answer reads W^k, the answer words' rows of its own output table C^k
   (the paper's W^T = C^K for the last hop), instead of C^K's for every hop: a hop that read the
   answer's sentence, made of C^k's rows, gives its word untrained, so that the stopping rule
@@ -109,7 +115,7 @@ class MemN2N(nn.Module):
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
                  halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last",
-                 question_table: str = "tied", halt_confidence: float = 0.0):
+                 question_table: str = "tied", halt_confidence: float = 0.0, attention: str = "softmax"):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -118,7 +124,7 @@ class MemN2N(nn.Module):
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.relative_query = bool(relative_time and relative_query)
         self.halt_training, self.early_answers, self.answer_rows = halt_training, early_answers, answer_rows
-        self.halt_confidence = halt_confidence
+        self.halt_confidence, self.stick, self.mixed = halt_confidence, attention == "stick", attention == "mixed"
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -134,6 +140,8 @@ class MemN2N(nn.Module):
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
         if masking == "soft":
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
+        if self.mixed:
+            self.stick_gate = nn.Parameter(torch.zeros(hops))  # (K,) g_k: hop k's stick-breaking share σ(g_k)
         if answer_hidden:  # the answer module: logits += V relu(U x + b), x as answer_reads says
             inputs = {"all": hops + 1, "current": 2, "product": 3, "sum": 3}[answer_reads]
             self.answer_in = nn.Parameter(torch.zeros(inputs * dim, answer_hidden))  # ((K+1) d, 2d or 3d, H) U
@@ -177,6 +185,8 @@ class MemN2N(nn.Module):
                 self.halt_b.fill_(self.halt_init)
             if self.masking == "soft":
                 self.log_penalty.fill_(self.mask_init)
+            if self.mixed:
+                self.stick_gate.zero_()
             if self.relative_time:
                 self.relative.zero_()
             if self.relative_query:
@@ -209,15 +219,23 @@ class MemN2N(nn.Module):
             x = x + self.temporal[table][ages.clamp(max=self.memory_size - 1)]  # + T(i)
         return x
 
-    def attend(self, score: Tensor, allowed: Tensor) -> Tensor:
-        """p_i from scores (B, M) over the allowed memories; others get exactly 0."""
+    def attend(self, score: Tensor, allowed: Tensor, hop: int) -> Tensor:
+        """Hop `hop`'s p_i from scores (B, M) over the allowed memories; others get exactly 0."""
         score = score.masked_fill(~allowed, -1e30)  # exp() of it is exactly 0
+        if self.stick or self.mixed:  # slot 0 is the most recent: log p_i = log σ(s_i) + Σ_{j < i} log(1 - σ(s_j))
+            rest = F.logsigmoid(-score)  # (B, M) log(1 - β_j): 0 where not allowed
+            stick = (F.logsigmoid(score) + rest.cumsum(-1) - rest).exp()
+            if self.stick:
+                return stick.masked_fill(~allowed, 0.0)
         if self.linear:
             p = score
         elif self.null_memory:  # one more entry with score 0, which reads nothing
             p = torch.cat([torch.zeros_like(score[:, :1]), score], -1).softmax(-1)[:, 1:]  # (B, M)
         else:
             p = score.softmax(-1)  # (B, M)
+        if self.mixed:
+            share = torch.sigmoid(self.stick_gate[hop])
+            p = share * stick + (1 - share) * p
         return p.masked_fill(~allowed, 0.0)  # nothing allowed: all 0
 
     def forward(self, batch: Batch) -> Result:
@@ -256,7 +274,7 @@ class MemN2N(nn.Module):
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             if self.masking == "soft":
                 score = score - self.log_penalty.exp() * visited
-            p = self.attend(score, allowed)  # (B, M) p_i
+            p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
             if self.masking != "off":
