@@ -92,22 +92,16 @@ COMBINATIONS = [
     {"model.question_table": "offset", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
      "model.masking": "soft", "model.answer_from": "question", "model.answer_hidden": 4,
      "model.answer_reads": "current", "model.relative_time": 2, "model.relative_query": True, "model.halt_confidence": 0.6},
-    # attention stick: stick-breaking from the most recent memory back, with masking, both ideas' settings, the sums
-    {"model.attention": "stick", "model.masking": "hard", "model.null_memory": False, "model.hops": 4},
-    {"model.attention": "stick", "model.relative_time": 2, "model.relative_query": True, "model.masking": "soft",
-     "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0, "model.answer_from": "question",
-     "model.answer_hidden": 4, "model.answer_reads": "current", "model.question_table": "offset",
-     "model.halt_confidence": 0.6, "train.attention_supervision": 0.7},
-    {"model.attention": "stick", "model.tying": "layerwise", "model.answer_hidden": 3, "model.answer_reads": "sum",
-     "model.stopping": True, "train.attention_supervision": 0.7},
-    # mixed: σ(g_k) stick-breaking + (1 - σ(g_k)) softmax
-    {"model.attention": "mixed", "model.masking": "hard", "model.null_memory": False, "model.hops": 4},
-    {"model.attention": "mixed", "model.relative_time": 2, "model.relative_query": True, "model.masking": "soft",
-     "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0, "model.answer_from": "question",
-     "model.answer_hidden": 4, "model.answer_reads": "current", "model.question_table": "offset",
-     "model.halt_confidence": 0.6, "train.attention_supervision": 0.7},
-    {"model.attention": "mixed", "model.tying": "layerwise", "model.answer_hidden": 3, "model.answer_reads": "sum",
-     "model.stopping": True, "train.attention_supervision": 0.7},
+    # attention stick (stick-breaking from the most recent memory back) and mixed (σ(g_k) of it and 1 - σ(g_k) of the
+    # softmax), each with masking, with both ideas' settings and the pointer, and with the summed read-out
+    *[{"model.attention": attention, **others} for attention in ("stick", "mixed") for others in (
+        {"model.masking": "hard", "model.null_memory": False, "model.hops": 4},
+        {"model.relative_time": 2, "model.relative_query": True, "model.masking": "soft", "model.stopping": True,
+         "model.halt_training": "right", "model.halt_init": 0.0, "model.answer_from": "question",
+         "model.answer_hidden": 4, "model.answer_reads": "current", "model.question_table": "offset",
+         "model.halt_confidence": 0.6, "train.attention_supervision": 0.7},
+        {"model.tying": "layerwise", "model.answer_hidden": 3, "model.answer_reads": "sum", "model.stopping": True,
+         "train.attention_supervision": 0.7})],
 ]
 
 
