@@ -22,6 +22,9 @@ is sum_bias (K,) (zeros that no loop reads without it), and what it sums, relu(C
 T(i), is computed from the sentence's words apart from x. The pointer in time
 (model.relative_time D) is w (K-1, 2D+1); without it, (K-1, 1) of zeros that no loop reads; with
 model.relative_query, r (K-1, 2D+1, d), hop k's weights being w^k + r^k u^k (else (K-1, 1, 1)).
+With model.attention stick, each hop attends by stick-breaking from slot 1 (the most recent) back;
+with mixed, by σ(g_k) of that and 1 - σ(g_k) of the softmax, g = stick_gate (K,) (zeros that no
+loop reads otherwise).
 
 Restarts train side by side: every array has a leading seed dimension S, and each seed's
 epoch runs on its own thread when train.threads > 1 (the loops run without Python's lock).
@@ -156,8 +159,8 @@ class Training:
         for name, array in (("H", self.H), ("halt_w", self.halt_w), ("halt_b", self.halt_b),
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
-                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias), ("stick_gate", self.stick_gate),
-                            ("question_table", self.question_table)):
+                            ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias),
+                            ("stick_gate", self.stick_gate), ("question_table", self.question_table)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
