@@ -72,6 +72,9 @@ class MemN2NConfig:
     # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop)
     halt_training: str = "expected"  # expected (the expected loss), right or right_last
     early_answers: float = 0.05  # halt_training right(_last): the answer loss weight of the hops not answered from
+    # hop 1's weight in place of early_answers (-1: early_answers too). A later hop's answer pulled
+    # harder lets a 2-hop chain stop at hop 2 (qa2); hop 1's pulled as hard breaks the 3-hop chains (qa3)
+    early_answers_hop1: float = -1.0
     # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
     # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
     # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
@@ -291,6 +294,8 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.halt_confidence": ("between 0 and 1", _finite(lambda v: 0 <= v <= 1)),
     "model.halt_init": ("a finite number", _finite(lambda v: True)),
     "model.early_answers": ("a finite number >= 0", _finite(lambda v: v >= 0)),
+    "model.early_answers_hop1": ("-1 (as model.early_answers) or a finite number >= 0",
+                                 _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),

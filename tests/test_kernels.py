@@ -59,13 +59,13 @@ COMBINATIONS = [
     {"model.relative_time": 1, "model.relative_query": True, "model.tying": "layerwise", "model.hops": 4},
     # h_k near 0.5 (halt_init 0): the rule answers some questions from an early hop, whose answer then trains at 1
     {"model.stopping": True, "model.halt_training": "right", "model.masking": "hard", "model.halt_init": 0.0},
-    {"model.stopping": True, "model.halt_training": "right", "model.early_answers": 0.3, "model.answer_from": "question",
-     "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current", "model.relative_time": 3,
-     "model.relative_query": True, "train.attention_supervision": 0.7},
-    # right_last: the last hop's answer at 1 too, the others' through inputs whose gradient is stopped
-    {"model.stopping": True, "model.halt_training": "right_last", "model.early_answers": 0.7, "model.halt_init": 0.0,
+    {"model.stopping": True, "model.halt_training": "right", "model.early_answers": 0.3, "model.early_answers_hop1": 0.1,
      "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current",
-     "model.relative_time": 3, "model.relative_query": True},
+     "model.relative_time": 3, "model.relative_query": True, "train.attention_supervision": 0.7},
+    # right_last: the last hop's answer at 1 too, the others' through inputs whose gradient is stopped
+    {"model.stopping": True, "model.halt_training": "right_last", "model.early_answers": 0.7, "model.early_answers_hop1": 0.2,
+     "model.halt_init": 0.0, "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4,
+     "model.answer_reads": "current", "model.relative_time": 3, "model.relative_query": True},
     {"model.stopping": True, "model.halt_training": "right_last", "model.early_answers": 0.5, "model.halt_init": 0.0,
      "model.answer_hidden": 3, "model.answer_reads": "sum", "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0, "model.answer_hidden": 3,

@@ -287,6 +287,30 @@ def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothin
     assert torch.allclose(g_quiet, g_plain, atol=1e-6)
 
 
+def test_early_answers_hop1_weighs_hop_1s_answer_apart_from_the_later_hops(data):
+    """early_answers_hop1: hop 1's answer at its own weight where the rule does not answer from
+    it, the later hops' at early_answers; -1 leaves hop 1 at early_answers."""
+    _, vocab, batch = data
+    kw = dict(stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3, halt_init=-30.0)
+    apart, same = make(vocab, early_answers_hop1=0.1, **kw), make(vocab, **kw)
+    r, s = apart(batch), same(batch)
+    assert r.hops_used.tolist() == [3, 3, 3]
+    ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
+                                           reduction="none")  # (B, K) CE(â_k)
+    assert (s.loss - r.loss).item() == pytest.approx(0.2 * ce[:, 0].sum().item(), rel=1e-4)
+    assert make(vocab, early_answers_hop1=-1.0, **kw)(batch).loss.item() == pytest.approx(s.loss.item(), rel=1e-6)
+    with torch.no_grad():  # the rule answers from hop 1: its answer at 1 whatever early_answers_hop1 says
+        apart.halt_b.fill_(30.0)
+        same.halt_b.fill_(30.0)
+    r, s = apart(batch), same(batch)
+    assert r.hops_used.tolist() == [1, 1, 1]
+    assert r.loss.item() == pytest.approx(s.loss.item(), rel=1e-6)
+    for bad in (-0.5, float("nan")):
+        with pytest.raises(ConfigError, match="early_answers_hop1"):
+            load(None, {"model.early_answers_hop1": bad})
+    assert load(None, {"model.early_answers_hop1": 0.0}).model.early_answers_hop1 == 0.0
+
+
 def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from_the_hops(data):
     """halt_training right_last: the rule's answer and the last hop's at weight 1, every other
     hop's at early_answers; those others train the answer layer but reach no table the hops read."""

@@ -65,6 +65,7 @@ COVERS = {
     "model.question_table": ("tied", "own", "offset"),
     "model.attention": ("softmax", "stick", "mixed"),
     "model.early_answers": ANY,
+    "model.early_answers_hop1": ANY,
     "model.mask_init": ANY,
     "model.relative_time": ANY,
     "model.relative_query": (True, False),
@@ -185,7 +186,8 @@ class Training:
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
         batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
         hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm),
-                 np.float32(m.early_answers), np.float32(m.halt_threshold))
+                 np.float32(m.early_answers), np.float32(m.halt_threshold),
+                 np.float32(m.early_answers_hop1))
 
         def seed_epoch(s: int) -> float:
             return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
@@ -249,7 +251,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
         stick, mixed = flags
-    lr, halt_cost, supervision, max_norm, early, threshold = hyper
+    lr, halt_cost, supervision, max_norm, early, threshold, early_hop1 = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     W = np.empty((K, n_answers, d), np.float32)  # each hop's W: the answer words' rows of C^K (own: of C^k)
@@ -313,14 +315,15 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _module(U, U_b, V, u[0], reads, third, pre, extra, first, product or summed)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
-            if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
+            if right:  # the answer the rule gives at 1, every other at early_answers (hop 1 early_hop1); h_k learns whether â_k is right
                 given = _stop_hop(h, threshold, 0)
                 pi[:] = early
+                pi[0] = early_hop1
                 pi[given] = 1.0
                 if last:  # right_last: the last hop's at 1 too; the others' reach the answer layer alone
                     pi[K - 1] = 1.0
                     for r in range(K):
-                        apart[r] = np.float32(0.0) if r == given or r == K - 1 else early
+                        apart[r] = np.float32(0.0) if r == given or r == K - 1 else pi[r]
                 total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
                 cost[r] = ce[r] + (halt_cost * r if stopping and not right else np.float32(0.0))

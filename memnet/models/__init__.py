@@ -38,6 +38,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                       halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_confidence=m.halt_confidence,
                       halt_init=m.halt_init, mask_init=m.mask_init,
                       answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
+                      early_answers_hop1=m.early_answers_hop1,
                       answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention,
                       attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, TransformerConfig):

@@ -28,7 +28,8 @@ The switches, each a field of memnet.config.MemN2NConfig:
   halt_training right: the halting unit learns instead whether hop k's answer is right,
   BCE(h_k, [argmax â_k = answer]) for k < K, on the states with their gradient stopped (the
   halting steers nothing), and the loss trains every hop's answer: the one the rule gives (from
-  the first hop whose h_k passes halt_threshold, or K) at weight 1, every other at early_answers.
+  the first hop whose h_k passes halt_threshold, or K) at weight 1, every other at early_answers
+  (hop 1's at early_answers_hop1 where that is set).
   Inference stops as above: at the first hop whose answer is probably right.
   halt_confidence τ > 0: at inference the rule stops at hop k only where also max_a â_k,a >= τ,
   and else goes on to the next hop whose h_k passes halt_threshold: the halting unit learns on
@@ -114,8 +115,9 @@ class MemN2N(nn.Module):
                  halt_cost: float = 0.01, halt_threshold: float = 0.5, halt_init: float = -2.0,
                  mask_init: float = 0.0, answer_hidden: int = 0, answer_reads: str = "all",
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
-                 halt_training: str = "expected", early_answers: float = 0.05, answer_rows: str = "last",
-                 question_table: str = "tied", halt_confidence: float = 0.0, attention: str = "softmax"):
+                 halt_training: str = "expected", early_answers: float = 0.05, early_answers_hop1: float = -1.0,
+                 answer_rows: str = "last", question_table: str = "tied", halt_confidence: float = 0.0,
+                 attention: str = "softmax"):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -124,6 +126,7 @@ class MemN2N(nn.Module):
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
         self.relative_query = bool(relative_time and relative_query)
         self.halt_training, self.early_answers, self.answer_rows = halt_training, early_answers, answer_rows
+        self.early_answers_hop1 = early_answers if early_answers_hop1 < 0 else early_answers_hop1
         self.halt_confidence, self.stick, self.mixed = halt_confidence, attention == "stick", attention == "mixed"
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
@@ -366,7 +369,9 @@ class MemN2N(nn.Module):
                     given = given | (torch.arange(K, device=ce.device) == K - 1)
                     ce = torch.where(given, ce, F.cross_entropy(apart.reshape(-1, A), targets, ignore_index=-1,
                                                                 reduction="none").view(B, K))
-                weight = torch.where(given, 1.0, self.early_answers)  # (B, K)
+                early = torch.full((K,), self.early_answers, device=ce.device, dtype=ce.dtype)
+                early[0] = self.early_answers_hop1
+                weight = torch.where(given, 1.0, early)  # (B, K)
                 loss = (ce * weight).sum() + self.halt_right(batch, states, hop_logits)
             else:  # the expected loss over the halting distribution, and a cost per extra hop
                 extra = torch.arange(K, device=ce.device, dtype=ce.dtype)  # (K,) hops beyond the first
