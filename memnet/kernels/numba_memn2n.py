@@ -315,10 +315,10 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _module(U, U_b, V, u[0], reads, third, pre, extra, first, product or summed)
             _answer_probs(W, states, extra, probs, ce, target, first)
             _halting(halt_w, halt_b, states, h, reach, pi, stopping)
-            if right:  # the answer the rule gives at 1, every other at early_answers (hop 1 early_hop1); h_k learns whether â_k is right
+            if right:  # the answer the rule gives at 1, every other at early_answers; h_k learns whether â_k is right
                 given = _stop_hop(h, threshold, 0)
                 pi[:] = early
-                pi[0] = early_hop1
+                pi[0] = early_hop1  # model.early_answers_hop1 (early_answers where that is -1)
                 pi[given] = 1.0
                 if last:  # right_last: the last hop's at 1 too; the others' reach the answer layer alone
                     pi[K - 1] = 1.0
