@@ -90,9 +90,10 @@ class MemN2NConfig:
     # most recent memory back, p_i = σ(score_i) Π_{j more recent} (1 - σ(score_j)), what is left
     # reading nothing, so that a hop takes the latest memory that matches ("where did John go
     # last?") however far back it lies, where a softmax spreads over every memory that matches;
-    # mixed: σ(g_k) stick + (1 - σ(g_k)) softmax, a learned g_k per hop from 0, so that each hop of
+    # mixed: σ(g_k) stick + (1 - σ(g_k)) softmax, a learned g_k per hop from stick_init, so that each hop of
     # each task learns which it needs (a chain of "X is a frog" facts, qa16, is not the latest match)
     attention: str = "softmax"
+    stick_init: float = 0.0  # mixed: each g_k starts here (0: half each; -3: 95% softmax at the start)
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
@@ -297,6 +298,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.early_answers_hop1": ("-1 (as model.early_answers) or a finite number >= 0",
                                  _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
+    "model.stick_init": ("a finite number", _finite(lambda v: True)),
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),

@@ -183,6 +183,20 @@ def test_mixed_attention_weighs_stick_breaking_and_the_softmax_by_each_hops_lear
     assert (mixed.stick_gate.grad != 0).all()
 
 
+def test_mixed_attentions_gates_start_at_stick_init(data):
+    """model.stick_init: every hop's g_k starts there, for either initialisation, and the hop's
+    attention is then σ(stick_init) stick-breaking; the config refuses a value that is not finite."""
+    _, vocab, batch = data
+    for seed in (0, 1):
+        assert (make(vocab, seed, attention="mixed", alternate_init=True, stick_init=-3.0).stick_gate == -3.0).all()
+    mixed, stick, soft = make(vocab, attention="mixed", stick_init=-3.0), make(vocab, attention="stick"), make(vocab)
+    share = torch.sigmoid(torch.tensor(-3.0))
+    a = mixed(batch).attention[:, 0]
+    assert torch.allclose(a, share * stick(batch).attention[:, 0] + (1 - share) * soft(batch).attention[:, 0], atol=1e-6)
+    with pytest.raises(ConfigError, match="model.stick_init"):
+        config(0.0, attention="mixed", stick_init=float("nan"))
+
+
 def test_hard_masking_never_reattends_a_chosen_memory(data):
     _, vocab, batch = data
     torch.manual_seed(0)

@@ -67,6 +67,7 @@ COVERS = {
     "model.early_answers": ANY,
     "model.early_answers_hop1": ANY,
     "model.mask_init": ANY,
+    "model.stick_init": ANY,
     "model.relative_time": ANY,
     "model.relative_query": (True, False),
     "model.answer_hidden": ANY,

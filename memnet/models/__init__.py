@@ -39,7 +39,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                       halt_init=m.halt_init, mask_init=m.mask_init,
                       answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
                       early_answers_hop1=m.early_answers_hop1,
-                      answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention,
+                      answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention, stick_init=m.stick_init,
                       attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, TransformerConfig):
         return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,

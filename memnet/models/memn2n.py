@@ -117,7 +117,7 @@ class MemN2N(nn.Module):
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
                  halt_training: str = "expected", early_answers: float = 0.05, early_answers_hop1: float = -1.0,
                  answer_rows: str = "last", question_table: str = "tied", halt_confidence: float = 0.0,
-                 attention: str = "softmax"):
+                 attention: str = "softmax", stick_init: float = 0.0):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -128,6 +128,7 @@ class MemN2N(nn.Module):
         self.halt_training, self.early_answers, self.answer_rows = halt_training, early_answers, answer_rows
         self.early_answers_hop1 = early_answers if early_answers_hop1 < 0 else early_answers_hop1
         self.halt_confidence, self.stick, self.mixed = halt_confidence, attention == "stick", attention == "mixed"
+        self.stick_init = stick_init
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -168,7 +169,7 @@ class MemN2N(nn.Module):
     def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False) -> None:
         """Weights from N(0, std), T(i) from zero with `temporal_zero`; the halting unit starts
         by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^mask_init (1 by default),
-        the pointer in time at zero."""
+        mixed attention's gates g_k at stick_init (0 by default), the pointer in time at zero."""
         V, d, n = self.tables.shape[1], self.dim, self.n_tables
 
         def normal(*shape: int) -> Tensor:
@@ -189,7 +190,7 @@ class MemN2N(nn.Module):
             if self.masking == "soft":
                 self.log_penalty.fill_(self.mask_init)
             if self.mixed:
-                self.stick_gate.zero_()
+                self.stick_gate.fill_(self.stick_init)
             if self.relative_time:
                 self.relative.zero_()
             if self.relative_query:
