@@ -90,8 +90,9 @@ class MemN2NConfig:
     # most recent memory back, p_i = σ(score_i) Π_{j more recent} (1 - σ(score_j)), what is left
     # reading nothing, so that a hop takes the latest memory that matches ("where did John go
     # last?") however far back it lies, where a softmax spreads over every memory that matches;
-    # mixed: σ(g_k) stick + (1 - σ(g_k)) softmax, a learned g_k per hop from stick_init, so that each hop of
-    # each task learns which it needs (a chain of "X is a frog" facts, qa16, is not the latest match)
+    # mixed: σ(g_k) stick + (1 - σ(g_k)) softmax, a learned g_k per hop from stick_init, so that
+    # each hop of each task learns which it needs (a chain of "X is a frog" facts, qa16, is not the
+    # latest match)
     attention: str = "softmax"
     stick_init: float = 0.0  # mixed: each g_k starts here (0: half each; -3: 95% softmax at the start)
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
