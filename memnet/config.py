@@ -95,6 +95,10 @@ class MemN2NConfig:
     # latest match)
     attention: str = "softmax"
     stick_init: float = 0.0  # mixed: each g_k starts here (0: half each; -3: 95% softmax at the start)
+    # mixed: restarts 2, 3, 6, 7, ... (restart s with s // 2 odd) start their g_k at stick_init plus
+    # this, the others at stick_init, so that each of alternate_init's two initialisations meets
+    # both starts and the restart best on validation chooses (0: every restart at stick_init)
+    stick_alternate: float = 0.0
     mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
@@ -300,6 +304,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
                                  _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_init": ("a finite number", _finite(lambda v: True)),
+    "model.stick_alternate": ("a finite number", _finite(lambda v: True)),
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),

@@ -197,6 +197,22 @@ def test_mixed_attentions_gates_start_at_stick_init(data):
         config(0.0, attention="mixed", stick_init=float("nan"))
 
 
+def test_stick_alternate_starts_every_other_pair_of_restarts_gates_elsewhere(data):
+    """model.stick_alternate: restarts 2, 3, 6, 7 start their g_k at stick_init plus it, restarts
+    0, 1, 4, 5 at stick_init, so both of alternate_init's initialisations meet both starts; 0
+    leaves every restart at stick_init, and the config refuses a value that is not finite."""
+    _, vocab, _ = data
+    starts = [make(vocab, seed, attention="mixed", alternate_init=True, stick_init=0.5, stick_alternate=-2.0)
+              .stick_gate.tolist() for seed in range(8)]
+    assert starts == [[0.5] * 3 if seed // 2 % 2 == 0 else [-1.5] * 3 for seed in range(8)]
+    assert (make(vocab, 2, attention="mixed", stick_init=0.5).stick_gate == 0.5).all()
+    paper = make(vocab, 3, attention="mixed", alternate_init=True)
+    alternate = make(vocab, 3, attention="mixed", alternate_init=True, stick_alternate=-2.0)
+    assert all(torch.equal(v, paper.state_dict()[k]) for k, v in alternate.state_dict().items() if k != "stick_gate")
+    with pytest.raises(ConfigError, match="model.stick_alternate"):
+        config(0.0, attention="mixed", stick_alternate=float("inf"))
+
+
 def test_hard_masking_never_reattends_a_chosen_memory(data):
     _, vocab, batch = data
     torch.manual_seed(0)

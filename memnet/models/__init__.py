@@ -72,7 +72,9 @@ def ensemble_size(cfg: Config) -> int:
 def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Generator | None = None) -> nn.Module:
     """Draw the model's starting weights for restart `seed`, from `generator` (default: a new one
     seeded train.seed + seed; the trainer passes the one that then orders that restart's data),
-    so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper."""
+    so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper;
+    with model.stick_alternate, restarts 2, 3, 6, 7, ... start mixed attention's gates that much
+    away from model.stick_init."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
     if isinstance(m, MemN2NConfig) and m.alternate_init and seed % 2 == 1:
@@ -81,6 +83,9 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
         model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init)
     else:
         model.reset_parameters(generator, std=m.init_std)
+    if isinstance(m, MemN2NConfig) and m.attention == "mixed" and (seed // 2) % 2 == 1:
+        with torch.no_grad():
+            model.stick_gate.fill_(m.stick_init + m.stick_alternate)
     return model
 
 
