@@ -362,3 +362,10 @@ def test_an_ensemble_run_saves_every_restart_and_answers_with_their_mean(tiny, t
     assert {k.split(".")[1] for k in payload["state_dict"]} == {"0", "1"}
     best = result["best_seed"]
     assert payload["best_metric"] == pytest.approx(result["valid_accuracy_per_seed"][best])
+
+
+def test_train_help_prints_a_field_comment_with_a_percent_sign_as_written(capsys):
+    # argparse formats help strings with %: a comment's "95% softmax" must not turn into a dump
+    assert main(["train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "95% softmax" in " ".join(out.split()) and "option_strings" not in out

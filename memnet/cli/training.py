@@ -91,9 +91,9 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
             current = getattr(getattr(start, section), f.name, None)
             default = current if current is not None else getattr(cls(), f.name)
             only = "" if section != "model" or len(owners[f.name]) == len(models) else f" [{' and '.join(owners[f.name])} only]"
+            text = f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default!r})"
             group.add_argument(f"--{key}", dest=f"override:{key}", default=argparse.SUPPRESS,
-                               metavar=type(default).__name__.upper(),
-                               help=f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default!r})")
+                               metavar=type(default).__name__.upper(), help=text.replace("%", "%%"))  # argparse formats %
 
 
 def default_config() -> Path | None:
