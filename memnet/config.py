@@ -232,14 +232,15 @@ class TrainConfig:
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
     # train.epochs, train.lr_decay_every and a memory network's model.answer_from,
-    # model.relative_time and model.question_table: the paper's d = 50 and its shorter schedule,
-    # no pointer in time, the question embedded by A^1
+    # model.relative_time, model.question_table and model.attention: the paper's d = 50 and its
+    # shorter schedule, no pointer in time, the question embedded by A^1, the softmax
     joint_dim: int = 50  # model.dim of a joint run
     joint_epochs: int = 60  # train.epochs of a joint run
     joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
     joint_answer_from: str = "state"  # model.answer_from of a joint memory network
     joint_relative_time: int = 0  # model.relative_time of a joint memory network
     joint_question_table: str = "tied"  # model.question_table of a joint memory network
+    joint_attention: str = "softmax"  # model.attention of a joint memory network
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -276,6 +277,7 @@ CHOICES = {
     "model.attention": ("softmax", "stick", "mixed"),
     "train.joint_answer_from": ("state", "readout", "question"),
     "train.joint_question_table": ("tied", "own", "offset"),
+    "train.joint_attention": ("softmax", "stick", "mixed"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
 }
@@ -522,4 +524,5 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
             cfg.model.answer_from = cfg.train.joint_answer_from
             cfg.model.relative_time = cfg.train.joint_relative_time
             cfg.model.question_table = cfg.train.joint_question_table
+            cfg.model.attention = cfg.train.joint_attention
     return check(cfg)

@@ -94,10 +94,12 @@ def test_joint_runs_take_the_joint_settings():
     cfg = config.load(None, {"data.task": "1-20", "train.joint_dim": 40, "train.joint_epochs": 7,
                              "model.answer_from": "question", "train.joint_answer_from": "readout",
                              "model.relative_time": 5, "train.joint_relative_time": 2,
-                             "model.question_table": "offset", "train.joint_question_table": "own"})
+                             "model.question_table": "offset", "train.joint_question_table": "own",
+                             "model.attention": "mixed", "train.joint_attention": "stick"})
     joint, single = config.resolve(cfg, 20), config.resolve(cfg, 1)
     assert (joint.model.dim, joint.train.epochs, joint.train.lr_decay_every, joint.model.answer_from) == (40, 7, 15, "readout")
     assert joint.model.relative_time == 2 and single.model.relative_time == 5
+    assert joint.model.attention == "stick" and single.model.attention == "mixed"
     assert joint.model.question_table == "own" and single.model.question_table == "offset"
     assert (single.model.dim, single.train.epochs, single.model.answer_from) == (20, 100, "question")
     assert (cfg.model.dim, cfg.model.answer_from) == (20, "question")  # cfg itself unchanged
