@@ -289,11 +289,10 @@ def test_the_pair_reader_runs_on_the_bench(babi_fixtures, tmp_path):
 
 README_BOTH = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9, "model.halt_init": -4.0,
                "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05, "model.halt_confidence": 0.95,
-               "model.attention": "mixed", "model.early_answers": 0.15, "model.early_answers_hop1": 0.02,
-               "model.stick_alternate": -2}
+               "model.early_answers": 0.15, "model.early_answers_hop1": 0.02}
 # what docs/recipes.md adds to them for the run without hop 2's pull (`sure_offset`)
 NO_PULL = {"model.attention": "softmax", "model.early_answers": 0.05, "model.early_answers_hop1": -1,
-           "model.stick_alternate": 0}
+           "model.stick_alternate": 0}  # config.yaml's mixed attention and its alternation off
 
 
 def test_the_readmes_both_ideas_run_is_sure_alt_and_trains_on_the_kernel():
