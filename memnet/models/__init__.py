@@ -77,15 +77,14 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
     away from model.stick_init."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
-    if isinstance(m, MemN2NConfig) and m.alternate_init and seed % 2 == 1:
-        model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False)
-    elif isinstance(m, MemN2NConfig):
-        model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init)
-    else:
+    if not isinstance(m, MemN2NConfig):
         model.reset_parameters(generator, std=m.init_std)
-    if isinstance(m, MemN2NConfig) and m.attention == "mixed" and (seed // 2) % 2 == 1:
-        with torch.no_grad():
-            model.stick_gate.fill_(m.stick_init + m.stick_alternate)
+        return model
+    stick = m.stick_init + (m.stick_alternate if (seed // 2) % 2 == 1 else 0.0)
+    if m.alternate_init and seed % 2 == 1:
+        model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False, stick_start=stick)
+    else:
+        model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init, stick_start=stick)
     return model
 
 

@@ -166,10 +166,11 @@ class MemN2N(nn.Module):
         self.register_buffer("e", torch.arange(1, dim + 1) / dim, persistent=False)  # (d,) e_k = k/d
         self.reset_parameters(torch.Generator().manual_seed(0))
 
-    def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False) -> None:
+    def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False,
+                         stick_start: float | None = None) -> None:
         """Weights from N(0, std), T(i) from zero with `temporal_zero`; the halting unit starts
         by taking every hop (b_h = halt_init, -2 by default), soft masking with a penalty of e^mask_init (1 by default),
-        mixed attention's gates g_k at stick_init (0 by default), the pointer in time at zero."""
+        mixed attention's gates g_k at `stick_start` (default stick_init, 0 by default), the pointer in time at zero."""
         V, d, n = self.tables.shape[1], self.dim, self.n_tables
 
         def normal(*shape: int) -> Tensor:
@@ -190,7 +191,7 @@ class MemN2N(nn.Module):
             if self.masking == "soft":
                 self.log_penalty.fill_(self.mask_init)
             if self.mixed:
-                self.stick_gate.fill_(self.stick_init)
+                self.stick_gate.fill_(self.stick_init if stick_start is None else stick_start)
             if self.relative_time:
                 self.relative.zero_()
             if self.relative_query:
