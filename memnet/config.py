@@ -69,9 +69,13 @@ class MemN2NConfig:
     # other at early_answers, so that an early hop's answer can become one worth stopping on; a
     # small weight keeps the early answers from pulling the hops off their chain; right_last: as
     # right, with the last hop's answer at weight 1 too, and the other hops' answers at
-    # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop)
-    halt_training: str = "expected"  # expected (the expected loss), right or right_last
-    early_answers: float = 0.05  # halt_training right(_last): the answer loss weight of the hops not answered from
+    # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop);
+    # right_own: as right, with each of those answers steering its own hop alone: its gradient
+    # reaches the hop's attention and read-out but stops at the hop's input (u^k, and the question
+    # in its state), so that hop 2's answer can teach hop 2 to find it without pulling hop 1 off a
+    # longer chain (answer_from question or readout; an answer module's answer_reads current or product)
+    halt_training: str = "expected"  # expected (the expected loss), right, right_last or right_own
+    early_answers: float = 0.05  # halt_training right*: the answer loss weight of the hops not answered from
     # hop 1's weight in place of early_answers (-1: early_answers too). A later hop's answer pulled
     # harder lets a 2-hop chain stop at hop 2 (qa2); hop 1's pulled as hard breaks the 3-hop chains (qa3)
     early_answers_hop1: float = -1.0
@@ -271,7 +275,7 @@ CHOICES = {
     "model.masking": ("off", "hard", "soft"),
     "model.answer_from": ("state", "readout", "question"),
     "model.answer_reads": ("all", "current", "product", "sum"),
-    "model.halt_training": ("expected", "right", "right_last"),
+    "model.halt_training": ("expected", "right", "right_last", "right_own"),
     "model.answer_rows": ("last", "own"),
     "model.question_table": ("tied", "own", "offset"),
     "model.attention": ("softmax", "stick", "mixed"),
@@ -416,6 +420,12 @@ def check(cfg: Config) -> Config:
     if isinstance(model, MemN2NConfig) and model.halt_confidence and not model.stopping:
         raise ConfigError(f"model.halt_confidence: {model.halt_confidence} is a condition of the stopping rule; it "
                           "needs model.stopping true, found false: every question takes every hop")
+    if isinstance(model, MemN2NConfig) and model.stopping and model.halt_training == "right_own" and (
+            model.answer_from not in ("question", "readout") or (model.answer_hidden and model.answer_reads not in ("current", "product"))):
+        raise ConfigError("model.halt_training: right_own stops each early answer's gradient at its hop's input; it needs "
+                          f"model.answer_from question or readout (found {model.answer_from}) and, with an answer module, "
+                          f"model.answer_reads current or product (found {model.answer_reads}): else hop k's answer "
+                          "reads the earlier hops' states directly")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")

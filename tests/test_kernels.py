@@ -70,6 +70,17 @@ COMBINATIONS = [
      "model.answer_hidden": 3, "model.answer_reads": "sum", "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0, "model.answer_hidden": 3,
      "model.answer_reads": "product", "model.masking": "hard"},
+    # right_own: the others' through their own hop alone, its input's gradient stopped
+    {"model.stopping": True, "model.halt_training": "right_own", "model.early_answers": 0.7, "model.early_answers_hop1": 0.2,
+     "model.halt_init": 0.0, "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4,
+     "model.answer_reads": "current", "model.relative_time": 3, "model.relative_query": True,
+     "model.question_table": "offset", "model.attention": "mixed", "train.attention_supervision": 0.7},
+    {"model.stopping": True, "model.halt_training": "right_own", "model.early_answers": 0.5, "model.halt_init": 0.0,
+     "model.answer_from": "readout", "model.answer_hidden": 3, "model.answer_reads": "product", "model.hops": 4,
+     "model.masking": "hard", "model.attention": "stick", "model.relative_time": 2},
+    {"model.stopping": True, "model.halt_training": "right_own", "model.early_answers": 0.5, "model.halt_init": -0.5,
+     "model.answer_from": "question", "model.answer_hidden": 0, "model.tying": "layerwise", "model.masking": "soft",
+     "model.relative_time": 2, "model.relative_query": True},
     # answer_rows own: each hop's answer through its own output table's rows
     {"model.answer_rows": "own", "model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
      "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4, "model.answer_reads": "current",

@@ -377,6 +377,43 @@ def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from
     assert plain.loss.item() == pytest.approx((r.loss - 0.7 * ce[:, 2].sum()).item(), rel=1e-5)
 
 
+def test_halting_right_own_lets_each_early_answer_steer_its_own_hop_alone(data):
+    """halt_training right_own: the loss is right's (the rule's answer at 1, the others at
+    early_answers), but an early answer's gradient stops at its hop's input: hop 2's answer trains
+    hop 2's attention and read-out, and neither hop 1 (A^1, the table only hop 1's memories read
+    with the question's offset table) nor the question's own table."""
+    _, vocab, batch = data
+    kw = dict(stopping=True, early_answers=0.3, early_answers_hop1=0.0, answer_from="question", hops=3,
+              answer_hidden=4, answer_reads="current", question_table="offset", relative_time=2, relative_query=True,
+              masking="soft", attention="mixed", halt_init=-30.0)
+    own, right, none = (make(vocab, halt_training=h, **kw) for h in ("right_own", "right", "right"))
+    with torch.no_grad():
+        own.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+        own.relative.normal_(generator=torch.Generator().manual_seed(2))
+        own.question_table.normal_(generator=torch.Generator().manual_seed(3))
+    right.load_state_dict(own.state_dict())
+    none.load_state_dict(own.state_dict())
+    none.early_answers = 0.0  # the rule's answer (the last hop's) alone
+    r_own, r_right, r_none = own(batch), right(batch), none(batch)
+    assert r_own.hops_used.tolist() == [3, 3, 3]
+    assert r_own.loss.item() == pytest.approx(r_right.loss.item(), rel=1e-6)  # the same loss
+    assert r_own.loss.item() > r_none.loss.item() + 1e-3
+    params = lambda m: [m.tables, m.question_table, m.relative_q, m.stick_gate]
+    g_own, g_right, g_none = (torch.autograd.grad(r.loss, params(m)) for r, m in
+                              ((r_own, own), (r_right, right), (r_none, none)))
+    for g in (g_own, g_right):  # hop 1's table A^1 and the question's table: early answers reach them under right alone
+        assert torch.allclose(g[0][0], g_none[0][0], atol=1e-6) == (g is g_own)
+        assert torch.allclose(g[1], g_none[1], atol=1e-6) == (g is g_own)
+    assert (g_own[0][1:] - g_none[0][1:]).abs().max() > 1e-4  # the later hops' tables do learn from them
+    assert (g_own[2] - g_none[2]).abs().max() > 1e-4  # and so do hop 2's and 3's pointer weights
+    assert (g_own[3][1:] - g_none[3][1:]).abs().max() > 1e-4  # and their attention's gates
+    assert torch.allclose(g_own[3][0], g_none[3][0], atol=1e-6)  # hop 1's gate: from its own answer alone (at 0)
+    with pytest.raises(ConfigError, match="right_own"):
+        config(stopping=True, halt_training="right_own", answer_from="state")
+    with pytest.raises(ConfigError, match="answer_reads current or product"):
+        config(stopping=True, halt_training="right_own", answer_from="question", answer_hidden=4, answer_reads="all")
+
+
 def test_answer_rows_own_reads_each_hops_answer_through_its_own_output_table(data):
     """answer_rows own: â_k = softmax(W^k state_k), W^k the answer words' rows of C^k (table k + 1
     with adjacent tying); the last hop's W^K is the paper's W^T = C^K, so without the stopping rule

@@ -60,7 +60,7 @@ COVERS = {
     "model.halt_threshold": ANY,
     "model.halt_confidence": ANY,
     "model.halt_init": ANY,
-    "model.halt_training": ("expected", "right", "right_last"),
+    "model.halt_training": ("expected", "right", "right_last", "right_own"),
     "model.answer_rows": ("last", "own"),
     "model.question_table": ("tied", "own", "offset"),
     "model.attention": ("softmax", "stick", "mixed"),
@@ -148,9 +148,9 @@ class Training:
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
         self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
-                      first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last"), first.summed,
+                      first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last", "right_own"), first.summed,
                       first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
-                      first.question_table is not None, first.question_offset, first.stick, first.mixed)
+                      first.question_table is not None, first.question_offset, first.stick, first.mixed, first.own_hops)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -251,7 +251,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
-        stick, mixed = flags
+        stick, mixed, own_hops = flags
     lr, halt_cost, supervision, max_norm, early, threshold, early_hop1 = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -268,7 +268,11 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     parts = np.zeros((2, K, M1) if mixed else (2, 1, 1), np.float32)  # attention mixed: each hop's stick-breaking, softmax
     ce, h, reach = np.empty(K, np.float32), np.empty(K, np.float32), np.empty(K, np.float32)  # CE(â_k), h_k, Π_{j<k}(1 - h_j)
     pi, cost = np.empty(K, np.float32), np.empty(K, np.float32)  # π_k, ∂loss/∂π_k
-    apart = np.zeros(K, np.float32)  # right_last: the weights of the answers whose inputs' gradient is stopped
+    apart = np.zeros(K, np.float32)  # right_last, right_own: the weights of the answers whose inputs' gradient is stopped
+    # right_own: those answers' ∂o^k, and hop k's ∂score and ∂w^k from them (into its own hop alone)
+    g_own = np.zeros((K, d) if own_hops else (1, 1), np.float32)
+    g_own_p, g_own_wq = np.zeros(M1, np.float32), np.zeros((K, rel.shape[1]), np.float32)
+    g_dropped = np.zeros(M1, np.float32)  # their ∂p^{k-1}, which no earlier hop receives
     g_u, g_o, g_next = np.empty(d, np.float32), np.empty(d, np.float32), np.empty(d, np.float32)  # ∂u, ∂o, ∂u^{k+1}
     hidden = V.shape[0]  # the answer module's units (0: none)
     pre, extra = np.zeros((K, hidden), np.float32), np.zeros((K, n_answers), np.float32)  # U x_k + b; its logits
@@ -323,8 +327,9 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 pi[given] = 1.0
                 if last:  # right_last: the last hop's at 1 too; the others' reach the answer layer alone
                     pi[K - 1] = 1.0
+                if last or own_hops:  # right_own: the others' reach their own hop alone
                     for r in range(K):
-                        apart[r] = np.float32(0.0) if r == given or r == K - 1 else pi[r]
+                        apart[r] = np.float32(0.0) if r == given or (last and r == K - 1) else pi[r]
                 total += _halting_right(g_halt_w, g_halt_b, states, probs, h, target)
             for r in range(first, K):  # loss: Σ_k π_k (CE_k + halt_cost (k - 1)), or CE_K
                 cost[r] = ce[r] + (halt_cost * r if stopping and not right else np.float32(0.0))
@@ -333,12 +338,19 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
             if supervision > 0:
                 total += _supervise(scores, g_scores, attends, pi, cost, support[q], n_support[q], L, supervision,
                                     stopping and not right)
-            if last:  # the answers whose inputs' gradient is stopped: into W and the module alone, then
-                # the rest as usual (the inputs' gradients these passes leave are overwritten there)
+            if last or own_hops:  # the answers whose inputs' gradient is stopped: into W and the module, then
+                # the rest as usual (the inputs' gradients these passes leave are overwritten there);
+                # right_own keeps their ∂o^k for their own hops (the question's part is dropped)
                 _state_grads(W, g_W, states, probs, apart, g_state, target, first)
+                if own_hops:
+                    g_own[:] = g_state
                 if hidden:
                     _module_backward(U, V, g_U, g_U_b, g_V, u[0], reads, third, pre, probs, apart, g_question, g_reads,
                                      g_third, g_pre, target, first, product or summed)
+                    if own_hops:
+                        for r in range(first, K):
+                            for k in range(d):  # product: x_k = u^1_k o_k, ∂o_k = u^1_k ∂x_k
+                                g_own[r, k] += g_reads[r, k] + (u[0, k] * g_third[r, k] if product else np.float32(0.0))
                 for r in range(K):
                     pi[r] -= apart[r]
             _state_grads(W, g_W, states, probs, pi, g_state, target, first)
@@ -357,7 +369,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_state)
             _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                            g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, (rel, g_rel, relq, g_relq, wq, g_wq), ages[b],
-                           penalty, L, linear, layerwise, readout, asked, (stick, mixed, scores, mix, g_mix, parts))
+                           penalty, L, linear, layerwise, readout, asked, (stick, mixed, scores, mix, g_mix, parts),
+                           (own_hops, g_own, g_own_p, g_own_wq, g_dropped))
             aged = max(aged, _table_grads(g_emb, g_B, g_temporal, g_x, words[q], coef[q], n_words[q], ages[b], L, d, e))
             if summed:  # into C^k's word rows, not T(i)
                 _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
@@ -540,13 +553,17 @@ def _halting_backward(halt_w, g_halt_w, g_halt_b, states, h, reach, cost, g_stat
 @numba.njit(**JIT, inline="always")
 def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_scores, g_reads, g_question, H, g_H,
                    g_log_penalty, g_u, g_o, g_next, g_p, g_earlier, pointer, ages, penalty, L, linear, layerwise,
-                   readout, asked, attention):
+                   readout, asked, attention, own_hops):
     """Back through the K hops, from ∂state_k (g_state), ∂score (g_scores), and the answer
     module's ∂o^k (g_reads) and ∂u^1 (g_question) to ∂x (g_x: each table on each slot), ∂H,
     ∂log_penalty and the pointer in time's ∂w (g_rel) and ∂r (g_relq), through hop k's w^k + r^k u^k (wq);
     attention: (stick, mixed, scores, g, ∂g, parts), stick-breaking's β_i = σ(score_i) from the forward
-    pass's scores, and with mixed, each hop's g_k, its gradient, and the two distributions it mixed."""
+    pass's scores, and with mixed, each hop's g_k, its gradient, and the two distributions it mixed;
+    own_hops: (right_own, g_own, g_own_p, g_own_wq, g_dropped), the early answers' ∂o^k (K, d), which
+    reach hop k's read-out, attention and pointer weights but not its input u^k nor p^{k-1} (and work
+    space for them: their ∂score, ∂w, and the ∂p^{k-1} that is dropped)."""
     stick, mixed, scores, mix, g_mix, parts = attention
+    own, g_own, g_own_p, g_own_wq, g_dropped = own_hops
     K, d = p.shape[0], u.shape[1]
     rel, g_rel, relq, g_relq, wq, g_wq = pointer
     relative, query = rel.shape[1] > 1, relq.shape[1] > 1
@@ -567,45 +584,16 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
         for k in range(d):  # ∂o^k as the answer module's input
             g_o[k] += g_reads[hop, k]
         a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)
-        weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
-        for i in range(1, L + 1):
-            if attends[hop, i]:
-                p_i = p[hop, i]
-                g_p_i = np.float32(0.0)
-                for k in range(d):
-                    g_p_i += tables[i, c_table, k] * g_o[k]  # ∂p_i = c_i · ∂o
-                    g_tables[i, c_table, k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
-                g_p_i += g_earlier[i]  # as the next hop's pointer in time read it
-                g_p[i] = g_p_i
-                weighted += p_i * g_p_i
+        if own:  # the early answer's ∂o^k alone: its ∂score, kept apart from the rest
+            g_dropped[:] = 0.0
+            _scores_backward(g_own[hop], g_own_p, g_dropped, tables, g_tables, c_table, hop, p, attends, L, linear,
+                             attention)
+        _scores_backward(g_o, g_p, g_earlier, tables, g_tables, c_table, hop, p, attends, L, linear, attention)
         g_earlier[:] = 0.0  # read: now hop k's scores add to ∂p^{k-1}
-        if stick:  # p_i = β_i Π_{j<i} (1 - β_j): ∂s_i = ∂p_i p_i (1 - β_i) - β_i Σ_{j>i} ∂p_j p_j, into g_p
-            later = np.float32(0.0)
-            for i in range(L, 0, -1):
-                if attends[hop, i]:
-                    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
-                    g_p_i = g_p[i]
-                    g_p[i] = g_p_i * p[hop, i] * (np.float32(1.0) - beta) - beta * later
-                    later += g_p_i * p[hop, i]
-        elif mixed:  # p = σ(g) stick + (1 - σ(g)) soft: ∂g = σ'(g) Σ_i ∂p_i (stick_i - soft_i), ∂s through both
-            share = np.float32(1.0) / (np.float32(1.0) + np.exp(-mix[hop]))
-            weighted = np.float32(0.0)  # Σ_j soft_j ∂p_j
-            for i in range(1, L + 1):
-                if attends[hop, i]:
-                    weighted += parts[1, hop, i] * g_p[i]
-            later, toward = np.float32(0.0), np.float32(0.0)
-            for i in range(L, 0, -1):
-                if attends[hop, i]:
-                    beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
-                    g_p_i, stuck, soft_i = g_p[i], parts[0, hop, i], parts[1, hop, i]
-                    toward += g_p_i * (stuck - soft_i)
-                    g_p[i] = share * (g_p_i * stuck * (np.float32(1.0) - beta) - beta * later) + (np.float32(1.0) - share) * (
-                        g_p_i if linear else soft_i * (g_p_i - weighted))
-                    later += g_p_i * stuck
-            g_mix[hop] += share * (np.float32(1.0) - share) * toward
         u_k = u[hop]
         if query and hop > 0:
             g_wq[hop] = 0.0
+            g_own_wq[hop] = 0.0
         if layerwise:  # u^{k+1} = H u^k + o: ∂H += ∂u^{k+1} u^k, ∂u^k = H^T ∂u^{k+1}
             g_next[:] = g_u
             g_u[:] = 0.0
@@ -617,22 +605,27 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
                     g_u[j] += H_k[j] * g_next_k
         for i in range(1, L + 1):
             if attends[hop, i]:
-                g_score = (g_p[i] if linear or stick or mixed else p[hop, i] * (g_p[i] - weighted)) + g_scores[hop, i]
+                g_score = g_p[i] + g_scores[hop, i]
+                g_mine = g_own_p[i] if own else np.float32(0.0)  # the early answer's: into m_i, not u^k
                 if visited[hop, i]:  # score_i - e^{log_penalty}
-                    g_log_penalty[0] -= g_score * penalty
+                    g_log_penalty[0] -= (g_score + g_mine) * penalty
                 for k in range(d):
-                    g_tables[i, a_table, k] += g_score * u_k[k]  # ∂m_i = ∂score_i u^k
+                    g_tables[i, a_table, k] += (g_score + g_mine) * u_k[k]  # ∂m_i = ∂score_i u^k
                     g_u[k] += g_score * tables[i, a_table, k]  # ∂u^k gets Σ_i ∂score_i m_i
                 if relative and hop > 0:  # score_i += Σ_j p^{k-1}_j w^k[age_i - age_j]
                     # into ∂w^k directly, or with the state's r^k, into ∂w (summed into ∂w^k, ∂r^k and ∂u^k below)
                     _pointer_backward(wq[hop], g_wq[hop] if query else g_rel[hop - 1], p[hop - 1], g_earlier, ages, i,
                                       g_score, L)
+                    if own:  # into the weights alone
+                        _pointer_backward(wq[hop], g_own_wq[hop] if query else g_rel[hop - 1], p[hop - 1], g_dropped,
+                                          ages, i, g_mine, L)
         if query and hop > 0:  # w = w^k + r^k u^k: ∂w^k = ∂w, ∂r^k = ∂w u^k, ∂u^k += r^k^T ∂w
-            g_w = g_wq[hop]
+            g_w, g_w_own = g_wq[hop], g_own_wq[hop]
             for t in range(g_w.shape[0]):
-                g_rel[hop - 1, t] += g_w[t]
+                g_all = g_w[t] + (g_w_own[t] if own else np.float32(0.0))
+                g_rel[hop - 1, t] += g_all
                 for k in range(d):
-                    g_relq[hop - 1, t, k] += g_w[t] * u_k[k]
+                    g_relq[hop - 1, t, k] += g_all * u_k[k]
                     g_u[k] += relq[hop - 1, t, k] * g_w[t]
     for k in range(d):  # u^1 = B q, and the answer module's input
         g_x[0, k] += g_u[k] + g_question[k]
@@ -640,6 +633,54 @@ def _hops_backward(tables, g_tables, g_x, u, p, attends, visited, g_state, g_sco
         for hop in range(K):
             for k in range(d):
                 g_x[0, k] += g_state[hop, k]
+
+
+@numba.njit(**JIT, inline="always")
+def _scores_backward(g_o, g_p, g_before, tables, g_tables, c_table, hop, p, attends, L, linear, attention):
+    """Hop `hop`'s attention backward from ∂o^k (g_o) and ∂p^k from the next hop's pointer in time
+    (g_before): ∂c_i = p_i ∂o into g_tables, ∂g_k into the mixed gates' gradient, and ∂score_i into
+    g_p (for the slots the hop attends to), through the softmax, stick-breaking or their mix."""
+    stick, mixed, scores, mix, g_mix, parts = attention
+    d = g_o.shape[0]
+    weighted = np.float32(0.0)  # Σ_j p_j ∂p_j
+    for i in range(1, L + 1):
+        if attends[hop, i]:
+            p_i = p[hop, i]
+            g_p_i = np.float32(0.0)
+            for k in range(d):
+                g_p_i += tables[i, c_table, k] * g_o[k]  # ∂p_i = c_i · ∂o
+                g_tables[i, c_table, k] += p_i * g_o[k]  # ∂c_i = p_i ∂o
+            g_p_i += g_before[i]  # as the next hop's pointer in time read it
+            g_p[i] = g_p_i
+            weighted += p_i * g_p_i
+    if stick:  # p_i = β_i Π_{j<i} (1 - β_j): ∂s_i = ∂p_i p_i (1 - β_i) - β_i Σ_{j>i} ∂p_j p_j
+        later = np.float32(0.0)
+        for i in range(L, 0, -1):
+            if attends[hop, i]:
+                beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
+                g_p_i = g_p[i]
+                g_p[i] = g_p_i * p[hop, i] * (np.float32(1.0) - beta) - beta * later
+                later += g_p_i * p[hop, i]
+    elif mixed:  # p = σ(g) stick + (1 - σ(g)) soft: ∂g = σ'(g) Σ_i ∂p_i (stick_i - soft_i), ∂s through both
+        share = np.float32(1.0) / (np.float32(1.0) + np.exp(-mix[hop]))
+        weighted = np.float32(0.0)  # Σ_j soft_j ∂p_j
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                weighted += parts[1, hop, i] * g_p[i]
+        later, toward = np.float32(0.0), np.float32(0.0)
+        for i in range(L, 0, -1):
+            if attends[hop, i]:
+                beta = np.float32(1.0) / (np.float32(1.0) + np.exp(-scores[hop, i]))
+                g_p_i, stuck, soft_i = g_p[i], parts[0, hop, i], parts[1, hop, i]
+                toward += g_p_i * (stuck - soft_i)
+                g_p[i] = share * (g_p_i * stuck * (np.float32(1.0) - beta) - beta * later) + (np.float32(1.0) - share) * (
+                    g_p_i if linear else soft_i * (g_p_i - weighted))
+                later += g_p_i * stuck
+        g_mix[hop] += share * (np.float32(1.0) - share) * toward
+    elif not linear:  # the softmax: ∂s_i = p_i (∂p_i - Σ_j p_j ∂p_j)
+        for i in range(1, L + 1):
+            if attends[hop, i]:
+                g_p[i] = p[hop, i] * (g_p[i] - weighted)
 
 
 @numba.njit(**JIT, inline="always")
@@ -1057,7 +1098,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     under halt_confidence, to the next hop whose h_k passes the threshold)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
-        stick, mixed = flags
+        stick, mixed, own_hops = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k

@@ -41,6 +41,11 @@ The switches, each a field of memnet.config.MemN2NConfig:
   gradient stopped, so that it trains the answer layer (W, the answer module) to read that
   hop's state and steers no hop: an early answer can become worth stopping on without pulling
   its hop away from the chain, and the last hop keeps learning to answer every question.
+  halt_training right_own: as right, and every answer but the one the rule gives steers its own
+  hop alone: it is read from the hop computed again from its input with the gradient stopped
+  (u^k, the question, and p^{k-1} for the pointer in time), so that it trains that hop's attention
+  and read-out and the answer layer, and no earlier hop: hop 2's answer can teach hop 2 to find
+  the answer (qa2 stops there) without pulling hop 1 away from the first fact of a longer chain (qa3).
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
 - attention stick (mixed: σ(g_k) times it plus 1 - σ(g_k) times the softmax, g_k learned per hop
@@ -129,6 +134,7 @@ class MemN2N(nn.Module):
         self.early_answers_hop1 = early_answers if early_answers_hop1 < 0 else early_answers_hop1
         self.halt_confidence, self.stick, self.mixed = halt_confidence, attention == "stick", attention == "mixed"
         self.stick_init = stick_init
+        self.own_hops = stopping and halt_training == "right_own"  # early answers from hops with their input detached
         self.linear = False  # linear start: no attention softmax (set by the trainer)
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
@@ -264,7 +270,8 @@ class MemN2N(nn.Module):
         W = self.answer_bag @ self.tables[-1]  # (A, d) W: the answer words' rows of C^K
         if self.answer_rows == "own":  # (K, A, d) W^k: the answer words' rows of C^k
             W = torch.stack([self.answer_bag @ self.tables[self.table(k, "C")] for k in range(self.hops)])
-        states, reads, ps, scores, allowed_per_hop, gates, sums = [], [], [], [], [], [], []
+        states, reads, ps, scores, allowed_per_hop, gates, sums, own_reads = [], [], [], [], [], [], [], []
+        offsets = None
         if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
             D = self.relative_time
             offsets = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-D, D) + D
@@ -281,6 +288,9 @@ class MemN2N(nn.Module):
                 score = score - self.log_penalty.exp() * visited
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
+            if self.own_hops:  # right_own: o^k again from the hop's input with its gradient stopped
+                own_reads.append(torch.einsum("bm,bmd->bd", self.attend(self.own_score(m, u, ps, offsets, visited, k),
+                                                                        allowed, k), c))
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
@@ -306,10 +316,31 @@ class MemN2N(nn.Module):
                 if self.answer_hidden:
                     apart = apart + self.answer_module(question.detach(), torch.stack(reads, 1).detach(),
                                                        torch.stack(sums, 1).detach() if self.summed else None)
+            if self.own_hops:  # right_own: each hop's logits from its read-out and the question, their inputs detached
+                own = torch.stack(own_reads, 1)  # (B, K, d)
+                asked = question.detach()
+                apart = self.answer_logits(own if self.answer_from == "readout" else asked[:, None] + own, W)
+                if self.answer_hidden:
+                    apart = apart + self.answer_module(asked, own)
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
                              torch.stack(allowed_per_hop, 1), gates, apart)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
                       torch.sigmoid(gates) if gates is not None else None)
+
+    def own_score(self, m: Tensor, u: Tensor, ps: list[Tensor], offsets: Tensor | None, visited: Tensor,
+                  k: int) -> Tensor:
+        """Hop k's scores (B, M) as the forward pass makes them, from its input u^k (and the last
+        hop's p^{k-1}) with their gradient stopped: right_own's early answers steer no earlier hop."""
+        u = u.detach()
+        score = torch.einsum("bmd,bd->bm", m, u)
+        if self.relative_time and k > 0:
+            w = self.relative[k - 1].expand(u.shape[0], -1)
+            if self.relative_query:
+                w = w + u @ self.relative_q[k - 1].T
+            score = score + torch.einsum("bj,bij->bi", ps[-1].detach(), w.gather(1, offsets.flatten(1)).view(offsets.shape))
+        if self.masking == "soft":
+            score = score - self.log_penalty.exp() * visited
+        return score
 
     @staticmethod
     def answer_logits(states: Tensor, W: Tensor) -> Tensor:
@@ -359,16 +390,19 @@ class MemN2N(nn.Module):
              hops_used: Tensor, scores: Tensor, allowed: Tensor, gates: Tensor | None,
              apart: Tensor | None = None) -> Tensor:
         """Summed over the batch (not averaged), as the paper's recipe with lr 0.01 expects.
-        apart (B, K, A): with right_last, each hop's logits from inputs whose gradient is stopped."""
+        apart (B, K, A): with right_last, each hop's logits from inputs whose gradient is stopped; with
+        right_own, from its read-out made again from its input with the gradient stopped."""
         B, K, A = hop_logits.shape
         if self.stopping:
             targets = batch.answer[:, None].expand(B, K).reshape(-1)
             ce = F.cross_entropy(hop_logits.reshape(-1, A), targets, ignore_index=-1,
                                  reduction="none").view(B, K)  # (B, K) CE(â_k)
-            if self.halt_training in ("right", "right_last"):  # the answer the rule gives at 1, every other hop's at early_answers
+            if self.halt_training in ("right", "right_last", "right_own"):  # the answer the rule gives at 1, every other hop's at early_answers
                 given = torch.arange(K, device=ce.device) == (hops_used - 1)[:, None]  # (B, K) the hop answered from
-                if apart is not None:  # right_last: the last hop's at 1 too; the others' gradient reaches no hop
-                    given = given | (torch.arange(K, device=ce.device) == K - 1)
+                if apart is not None:  # right_last: the last hop's at 1 too, the others' gradient reaching no hop;
+                    # right_own: the others' reaching their own hop alone
+                    if self.halt_training == "right_last":
+                        given = given | (torch.arange(K, device=ce.device) == K - 1)
                     ce = torch.where(given, ce, F.cross_entropy(apart.reshape(-1, A), targets, ignore_index=-1,
                                                                 reduction="none").view(B, K))
                 early = torch.full((K,), self.early_answers, device=ce.device, dtype=ce.dtype)
