@@ -524,15 +524,34 @@ def _split_override(text: str) -> tuple[str, str]:
     return key, value
 
 
+# each joint setting, and the field of the resolved config it sets (the memory network's fields:
+# for model.type memn2n alone)
+JOINT = {"joint_dim": "model.dim", "joint_epochs": "train.epochs", "joint_lr_decay_every": "train.lr_decay_every",
+         "joint_answer_from": "model.answer_from", "joint_relative_time": "model.relative_time",
+         "joint_question_table": "model.question_table", "joint_attention": "model.attention"}
+MEMN2N_ONLY = {"joint_answer_from", "joint_relative_time", "joint_question_table", "joint_attention"}
+
+
 def resolve(cfg: Config, n_tasks: int) -> Config:
     """The config a run actually uses: joint training on several tasks takes the joint settings."""
     cfg = from_dict(cfg.to_dict())  # a copy
     if n_tasks > 1:
-        cfg.model.dim, cfg.train.epochs = cfg.train.joint_dim, cfg.train.joint_epochs
-        cfg.train.lr_decay_every = cfg.train.joint_lr_decay_every
-        if isinstance(cfg.model, MemN2NConfig):
-            cfg.model.answer_from = cfg.train.joint_answer_from
-            cfg.model.relative_time = cfg.train.joint_relative_time
-            cfg.model.question_table = cfg.train.joint_question_table
-            cfg.model.attention = cfg.train.joint_attention
+        for joint, target in JOINT.items():
+            if joint not in MEMN2N_ONLY or isinstance(cfg.model, MemN2NConfig):
+                section, name = target.split(".")
+                setattr(getattr(cfg, section), name, getattr(cfg.train, joint))
     return check(cfg)
+
+
+def stored(values: dict[str, Any], n_tasks: int) -> Config:
+    """The Config of a run's stored, resolved config (RUN/last.pt): for a joint run, each joint
+    setting added since the run was written takes the value the run resolved to, instead of
+    today's default, so that resolving the config again gives the run it was."""
+    values = {section: dict(fields) if isinstance(fields, dict) else fields for section, fields in values.items()}
+    train = values.get("train")
+    if n_tasks > 1 and isinstance(train, dict):
+        for joint, target in JOINT.items():
+            section, name = target.split(".")
+            if joint not in train and isinstance(values.get(section), dict) and name in values[section]:
+                train[joint] = values[section][name]
+    return from_dict(values)

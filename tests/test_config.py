@@ -105,6 +105,22 @@ def test_joint_runs_take_the_joint_settings():
     assert (cfg.model.dim, cfg.model.answer_from) == (20, "question")  # cfg itself unchanged
 
 
+def test_a_resumed_joint_run_keeps_what_it_resolved_to_before_a_joint_setting_existed():
+    """A joint run's stored config (resolved) from before train.joint_attention existed: resolving
+    it again must keep the attention it ran with, not take today's joint default."""
+    cfg = config.resolve(config.load(None, {"data.task": "1-20", "train.joint_attention": "mixed"}), 20)
+    values = cfg.to_dict()
+    assert values["model"]["attention"] == "mixed"
+    del values["train"]["joint_attention"], values["train"]["joint_dim"]
+    assert config.resolve(config.from_dict(values), 20).model.attention == "softmax"  # what the fix is for
+    again = config.resolve(config.stored(values, 20), 20)
+    assert again.to_dict() == cfg.to_dict()
+    assert "joint_attention" not in values["train"]  # the stored dict itself unchanged
+    single = config.resolve(config.load(None, {"model.attention": "mixed", "model.dim": 30}), 1).to_dict()
+    del single["train"]["joint_attention"]
+    assert config.stored(single, 1).train.joint_attention == "softmax"  # one task: nothing to keep
+
+
 def test_joint_answer_from_is_checked_and_left_to_the_transformers():
     with pytest.raises(ConfigError, match="train.joint_answer_from"):
         config.load(None, {"train.joint_answer_from": "sum"})
