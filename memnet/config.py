@@ -79,6 +79,12 @@ class MemN2NConfig:
     # hop 1's weight in place of early_answers (-1: early_answers too). A later hop's answer pulled
     # harder lets a 2-hop chain stop at hop 2 (qa2); hop 1's pulled as hard breaks the 3-hop chains (qa3)
     early_answers_hop1: float = -1.0
+    # restarts 4-7, 12-15, ... (restart s with s // 4 odd) train the later hops' answers at this
+    # weight instead of early_answers (hop 1's stays), so that each of alternate_init's and
+    # stick_alternate's starts meets both, and the restart best on validation chooses per task
+    # between a pull that lets a 2-fact chain stop at hop 2 (qa2) and none, which leaves a 3-fact
+    # chain's middle hop free (qa3) (-1: off, every restart at early_answers)
+    early_alternate: float = -1.0
     # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
     # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
     # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
@@ -308,6 +314,7 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.early_answers": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.early_answers_hop1": ("-1 (as model.early_answers) or a finite number >= 0",
                                  _finite(lambda v: v >= 0 or v == -1)),
+    "model.early_alternate": ("-1 (off) or a finite number >= 0", _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_alternate": ("a finite number", _finite(lambda v: True)),

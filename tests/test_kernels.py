@@ -181,6 +181,33 @@ def test_a_step_is_the_reference_step(kernel, overrides, linear):
             assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_each_restart_trains_its_early_answers_at_its_own_weight(kernel):
+    """model.early_alternate: restarts 4-7 train the later hops' early answers at its weight, the
+    others at early_answers; side by side, the kernel trains each restart at its own."""
+    overrides = {"model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+                 "model.early_answers": 0.6, "model.early_answers_hop1": 0.1, "model.early_alternate": 0.0,
+                 "model.answer_from": "question"}
+    cfg, batch, models = setup(overrides, seeds=8)
+    assert [m.early_answers for m in models] == [0.6] * 4 + [0.0] * 4
+    assert {m.early_answers_hop1 for m in models} == {0.1}
+    models = [models[3], models[4]]
+    idx = torch.tensor([[2, 0, 1], [2, 0, 1]])  # the same questions: only the weight tells the seeds apart
+    fast = kernel.Training(models, batch, max_grad_norm=40.0)
+    losses = fast.epoch(idx.numpy(), batch.time.expand(2, 3, -1).numpy()[:, idx[0]], 0.05, 3, False)
+    assert losses[0] != pytest.approx(losses[1], rel=1e-3)
+    for s, model in enumerate(models):
+        rows = batch.index(idx[s])
+        loss = model(rows).loss
+        loss.backward()
+        sgd_step(model, lr=0.05, max_norm=40.0)
+        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
+        for name, value in model.state_dict().items():
+            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
+    with pytest.raises(ConfigError, match="model.early_alternate"):
+        config.load(None, {"model.early_alternate": -0.5})
+
+
 @pytest.mark.parametrize("linear", [False, True])
 @pytest.mark.parametrize("kernel,overrides", CASES, ids=IDS)
 def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questions):

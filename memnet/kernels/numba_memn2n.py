@@ -118,6 +118,7 @@ class Training:
     def __init__(self, models: list[torch.nn.Module], data: Batch, *, max_grad_norm: float, threads: int = 1):
         first = models[0]
         self.model, self.max_grad_norm, self.threads = first, max_grad_norm, threads
+        self.early = [m.early_answers for m in models]  # each restart's (model.early_alternate: not all alike)
         self.K, self.d, self.n_tables = first.hops, first.dim, first.n_tables
         V, S, Td = first.tables.shape[1], len(models), first.n_tables * first.dim
         zeros = np.zeros
@@ -186,11 +187,10 @@ class Training:
         m, data = self.model, self.data
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
         batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
-        hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision), np.float32(self.max_grad_norm),
-                 np.float32(m.early_answers), np.float32(m.halt_threshold),
-                 np.float32(m.early_answers_hop1))
-
         def seed_epoch(s: int) -> float:
+            hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision),
+                     np.float32(self.max_grad_norm), np.float32(self.early[s]), np.float32(m.halt_threshold),
+                     np.float32(m.early_answers_hop1))
             return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
                                hyper, self.K, self.d)
 

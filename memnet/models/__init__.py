@@ -74,13 +74,16 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
     seeded train.seed + seed; the trainer passes the one that then orders that restart's data),
     so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper;
     with model.stick_alternate, restarts 2, 3, 6, 7, ... start mixed attention's gates that much
-    away from model.stick_init."""
+    away from model.stick_init; with model.early_alternate, restarts 4-7, 12-15, ... train the later
+    hops' early answers at that weight (the model's early_answers)."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
     if not isinstance(m, MemN2NConfig):
         model.reset_parameters(generator, std=m.init_std)
         return model
     stick = m.stick_init + (m.stick_alternate if (seed // 2) % 2 == 1 else 0.0)
+    if m.early_alternate >= 0:
+        model.early_answers = m.early_alternate if (seed // 4) % 2 == 1 else m.early_answers
     if m.alternate_init and seed % 2 == 1:
         model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False, stick_start=stick)
     else:
