@@ -192,7 +192,8 @@ VARIANTS["sure_alt"] = {**VARIANTS["sure_pull"], "model.stick_alternate": -2.0}
 # "Each early answer steering its own hop": qa3 6.8% against 7.3%, higher on valid over the 20 tasks)
 VARIANTS["sure_own"] = {**VARIANTS["sure_alt"], "model.halt_training": "right_own"}
 # sure_alt with restarts 4-7 training the later hops' early answers at 0 (model.early_alternate): the
-# restart best on valid chooses per task between hop 2 pulled toward answering (qa2's count) and not (qa3)
+# restart best on valid chooses per task between hop 2 pulled toward answering (qa2's count) and not (qa3);
+# qa3 5.2% against 7.3%, but higher on valid over the 20 tasks (docs/results.md "Half the restarts without the pull")
 VARIANTS["sure_free"] = {**VARIANTS["sure_alt"], "model.early_alternate": 0.0}
 # question_off with mixed attention and the same alternation, both ideas off: config.yaml since
 # (docs/results.md "Half the restarts nearer the softmax")
