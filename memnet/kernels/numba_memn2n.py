@@ -187,6 +187,7 @@ class Training:
         m, data = self.model, self.data
         order, ages = order.astype(np.int64, copy=False), ages.astype(np.int64, copy=False)
         batches = (data.words, data.coef, data.n_words, data.length, data.answer, data.support, data.n_support)
+
         def seed_epoch(s: int) -> float:
             hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision),
                      np.float32(self.max_grad_norm), np.float32(self.early[s]), np.float32(m.halt_threshold),

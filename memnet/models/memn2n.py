@@ -277,20 +277,14 @@ class MemN2N(nn.Module):
             offsets = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-D, D) + D
         for k in range(self.hops):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
-            score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
-            if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w(age_i - age_j), w = w^k (+ r^k u^k): (B, 2D+1)
-                w = self.relative[k - 1].expand(B, -1)
-                if self.relative_query:
-                    w = w + u @ self.relative_q[k - 1].T
-                score = score + torch.einsum("bj,bij->bi", ps[-1], w.gather(1, offsets.flatten(1)).view(offsets.shape))
+            before = ps[-1] if k > 0 else None  # p^{k-1}
+            score = self.hop_score(m, u, before, offsets, visited, k)  # (B, M)
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
-            if self.masking == "soft":
-                score = score - self.log_penalty.exp() * visited
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
-            if self.own_hops:  # right_own: o^k again from the hop's input with its gradient stopped
-                own_reads.append(torch.einsum("bm,bmd->bd", self.attend(self.own_score(m, u, ps, offsets, visited, k),
-                                                                        allowed, k), c))
+            if self.own_hops:  # right_own: o^k again from the hop's input (u^k, p^{k-1}) with its gradient stopped
+                mine = self.hop_score(m, u.detach(), before.detach() if k > 0 else None, offsets, visited, k)
+                own_reads.append(torch.einsum("bm,bmd->bd", self.attend(mine, allowed, k), c))
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
             if self.masking != "off":
                 visited = visited | (chosen(p) & real)
@@ -327,17 +321,17 @@ class MemN2N(nn.Module):
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
                       torch.sigmoid(gates) if gates is not None else None)
 
-    def own_score(self, m: Tensor, u: Tensor, ps: list[Tensor], offsets: Tensor | None, visited: Tensor,
+    def hop_score(self, m: Tensor, u: Tensor, before: Tensor | None, offsets: Tensor | None, visited: Tensor,
                   k: int) -> Tensor:
-        """Hop k's scores (B, M) as the forward pass makes them, from its input u^k (and the last
-        hop's p^{k-1}) with their gradient stopped: right_own's early answers steer no earlier hop."""
-        u = u.detach()
-        score = torch.einsum("bmd,bd->bm", m, u)
-        if self.relative_time and k > 0:
+        """Hop k's scores (B, M) of the memories m (B, M, d) from its state u^k (B, d): u^k · m_i,
+        plus the pointer in time from the last hop's attention `before` (B, M), less soft masking's
+        penalty on the visited memories."""
+        score = torch.einsum("bmd,bd->bm", m, u)  # (B, M) u^k · m_i
+        if self.relative_time and k > 0:  # + Σ_j p^{k-1}_j w(age_i - age_j), w = w^k (+ r^k u^k): (B, 2D+1)
             w = self.relative[k - 1].expand(u.shape[0], -1)
             if self.relative_query:
                 w = w + u @ self.relative_q[k - 1].T
-            score = score + torch.einsum("bj,bij->bi", ps[-1].detach(), w.gather(1, offsets.flatten(1)).view(offsets.shape))
+            score = score + torch.einsum("bj,bij->bi", before, w.gather(1, offsets.flatten(1)).view(offsets.shape))
         if self.masking == "soft":
             score = score - self.log_penalty.exp() * visited
         return score
