@@ -29,7 +29,7 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from memnet import babi, checkpoint, distributed, kernels
-from memnet.config import Config, ConfigError, resolve, stored
+from memnet.config import Config, ConfigError, from_dict, resolve, stored
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
 from memnet.evaluation import accuracy, evaluate, predict
@@ -307,8 +307,8 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
     if state:  # the run's own config: a resumed run continues, it does not change
-        tasks = state["config"].get("data", {}).get("task", cfg.data.task)
-        cfg = stored(state["config"], len(babi.parse_tasks(str(tasks))))
+        tasks = from_dict(state["config"]).data.task
+        cfg = stored(state["config"], len(babi.parse_tasks(tasks)))
     data, vocab = load_data(cfg, Vocab.from_dict(state["vocab"]) if state else None)
     cfg = resolve(cfg, len(babi.parse_tasks(cfg.data.task)))
     torch.set_num_threads(cfg.train.threads)

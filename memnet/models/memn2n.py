@@ -271,6 +271,8 @@ class MemN2N(nn.Module):
         if self.answer_rows == "own":  # (K, A, d) W^k: the answer words' rows of C^k
             W = torch.stack([self.answer_bag @ self.tables[self.table(k, "C")] for k in range(self.hops)])
         states, reads, ps, scores, allowed_per_hop, gates, sums, own_reads = [], [], [], [], [], [], [], []
+        answered = bool((batch.answer >= 0).any())  # a loss to compute
+        own_hops = self.own_hops and answered  # right_own's second pass serves the loss alone
         offsets = None
         if self.relative_time:  # (B, M, M) index into w^k of age_i - age_j
             D = self.relative_time
@@ -282,7 +284,7 @@ class MemN2N(nn.Module):
             allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
-            if self.own_hops:  # right_own: o^k again from the hop's input (u^k, p^{k-1}) with its gradient stopped
+            if own_hops:  # right_own: o^k again from the hop's input (u^k, p^{k-1}) with its gradient stopped
                 mine = self.hop_score(m, u.detach(), before.detach() if k > 0 else None, offsets, visited, k)
                 own_reads.append(torch.einsum("bm,bmd->bd", self.attend(mine, allowed, k), c))
             u_next = (u @ self.H.T if self.H is not None else u) + o  # (B, d) u^{k+1}
@@ -303,7 +305,7 @@ class MemN2N(nn.Module):
         gates = torch.stack(gates, 1) if self.summed else None  # (B, K, M) the sums' gate logits
         logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
         loss = None
-        if bool((batch.answer >= 0).any()):
+        if answered:
             apart = None  # right_last: each hop's logits from its inputs with their gradient stopped
             if self.stopping and self.halt_training == "right_last":
                 apart = self.answer_logits(states.detach(), W)  # (B, K, A)
