@@ -22,6 +22,8 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +56,7 @@ def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch's unpickler parses the file's bytes: junk raises anything (IndexError on a text file)
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise MemnetError(f"{path}: not a readable memnet checkpoint ({first})") from None
+        raise MemnetError(f"{path}: not a readable memnet checkpoint ({_unreadable(path, e)})") from None
     if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, "memnet-1"):
         raise MemnetError(f"{path}: not a memnet checkpoint (expected a dict with format {FORMAT!r})")
     for key in keys:
@@ -66,6 +67,24 @@ def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config
     if payload["format"] == "memnet-1" and "state_dict" in keys:
         payload = _from_format_1(payload)
     return payload
+
+
+def _unreadable(path: Path, error: Exception) -> str:
+    """What the file is instead of a checkpoint, in a few words: torch's own messages advise
+    loading the file without weights_only, which memnet never does."""
+    if path.stat().st_size == 0:
+        return "expected a file written by memnet train, found an empty file"
+    if not zipfile.is_zipfile(path):
+        with open(path, "rb") as f:
+            head = f.read(16)
+        return f"expected a file written by memnet train (a zip archive), found one that begins {head!r}"
+    if isinstance(error, pickle.UnpicklingError):
+        return ("expected tensors and plain values, found a file that holds other objects; "
+                "it is not loaded, since loading it could run code")
+    text = str(error).strip().split("  (Could this error message be improved?")[0]
+    if not text:
+        return type(error).__name__
+    return f"expected a file written by memnet train, found a zip archive torch cannot read: {text.splitlines()[0]}"
 
 
 # switches added after memnet-1 checkpoints were first written, with the behaviour of a
