@@ -489,13 +489,22 @@ def load(path: str | Path | None = None, overrides: list[str] | dict[str, Any] |
             raise ConfigError(f"{path}: expected a UTF-8 text file, found byte {e.object[e.start]:#04x} "
                               f"at offset {e.start}") from None
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML ({e})") from None
+            raise ConfigError(_yaml_error(path, e)) from None
         if not isinstance(values, dict):
             raise ConfigError(f"{path}: expected a mapping at the top level, found {type(values).__name__}")
     try:
         return from_dict(merge(values, overrides or []))
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}" if path is not None and _from_file(e, overrides) else str(e)) from None
+
+
+def _yaml_error(path: str | Path, error: yaml.YAMLError) -> str:
+    """'FILE:LINE:COLUMN: not valid YAML: what the parser expected and found (while ...)', on one line."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
+    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+    context = getattr(error, "context", None)
+    return f"{where}: not valid YAML: {problem}" + (f" ({context})" if context else "")
 
 
 def _from_file(error: ConfigError, overrides: list[str] | dict[str, Any] | None) -> bool:

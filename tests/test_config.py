@@ -32,8 +32,14 @@ def test_bad_overrides_name_the_key(override, message):
 def test_bad_yaml_names_the_file(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("model: [1, 2\n")
-    with pytest.raises(ConfigError, match="not valid YAML"):
+    with pytest.raises(ConfigError) as error:
         config.load(path)
+    assert str(error.value) == (f"{path}:2:1: not valid YAML: expected ',' or ']', but got '<stream end>' "
+                                "(while parsing a flow sequence)")
+    path.write_text("model:\n  dim: 3\n   hops: 2\n")
+    with pytest.raises(ConfigError) as error:
+        config.load(path)
+    assert str(error.value) == f"{path}:3:8: not valid YAML: mapping values are not allowed here"
     path.write_text("model:\n  hops: 2.5\n")
     with pytest.raises(ConfigError, match="model.hops: expected int"):
         config.load(path)
