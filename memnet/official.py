@@ -236,6 +236,10 @@ def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | 
             while stream.read(CHUNK):  # to the end: the check sums of gzip, bzip2 and xz come last
                 pass
     except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
+        head = _head(archive)
+        if not head.startswith(COMPRESSED) and head[257:262] != b"ustar":  # e.g. a mirror's HTML page
+            raise _BadCopy(f"{where}: expected a tar archive (gzip, bzip2, xz or plain), found a file that is "
+                           f"not one (it begins {head[:32]!r})") from None
         raise _BadCopy(f"{where}: expected a complete tar archive, found a broken one ({e})") from None
     except OSError as e:  # writing raised MemnetError already: this is reading
         if e.errno is None:  # gzip, bz2 and lzma report a corrupt stream as an OSError without errno
@@ -254,18 +258,23 @@ def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | 
     return hashed, len(expected) - hashed, skipped
 
 
+# the first bytes of a gzip, bzip2 and xz stream, and how to open each
+COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+_OPENERS = dict(zip(COMPRESSED, (gzip.open, bz2.open, lzma.open)))
+
+
+def _head(archive: str | os.PathLike) -> bytes:
+    """The archive's first 512 bytes (a tar header's length)."""
+    with open(archive, "rb") as f:
+        return f.read(512)
+
+
 def _decompressed(archive: str | os.PathLike) -> BinaryIO:
     """The archive's tar stream, through the decompressor its first bytes name (gzip, bzip2, xz or
     none); these check the archive's length and check sum when read to the end."""
-    with open(archive, "rb") as f:
-        magic = f.read(6)
-    if magic.startswith(b"\x1f\x8b"):
-        return gzip.open(archive, "rb")
-    if magic.startswith(b"BZh"):
-        return bz2.open(archive, "rb")
-    if magic.startswith(b"\xfd7zXZ\x00"):
-        return lzma.open(archive, "rb")
-    return open(archive, "rb")
+    head = _head(archive)
+    opener = next((o for magic, o in _OPENERS.items() if head.startswith(magic)), open)
+    return opener(archive, "rb")
 
 
 def _relative(member: str, where: str) -> str:

@@ -197,7 +197,8 @@ def test_no_good_mirror_is_one_line_naming_each(source, served, refused, home, c
     assert err.startswith(f"memnet data: error: could not download {official.ARCHIVE} from any mirror")
     assert f"{url}/nothing-here.tar.gz: HTTP 404" in err
     assert f"{refused}: connection refused" in err
-    assert f"{url}/page.html: expected a complete tar archive" in err
+    assert (f"{url}/page.html: expected a tar archive (gzip, bzip2, xz or plain), found a file that is not one "
+            "(it begins b'<html>a login page</html>')") in err
     assert "--from FILE" in err
     assert leftovers(home) == [] and not (home / RELEASE).exists()
 
@@ -237,6 +238,17 @@ def test_a_repack_of_the_same_files_passes(source, tmp_path, home, capsys):
                   extra={f"./{RELEASE}/en/._qa1_single-supporting-fact_train.txt": b"\0\5\26\7"})
     assert download("--from", str(repack)) == 0
     assert "1 other file(s) in the archive skipped" in capsys.readouterr().out
+    assert same_as(source / RELEASE, home / RELEASE)
+
+
+def test_a_plain_tar_passes_and_its_broken_copy_is_named_broken(source, tmp_path, home, capsys):
+    plain = pack(source, tmp_path / "plain.tar", mode="w")
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(plain.read_bytes()[:len(plain.read_bytes()) // 2 + 100])  # ends inside a file
+    assert download("--from", str(cut)) == 2
+    assert f"{cut}: expected a complete tar archive, found a broken one" in one_line_error(capsys)
+    assert leftovers(home) == [] and not (home / RELEASE).exists()
+    assert download("--from", str(plain)) == 0
     assert same_as(source / RELEASE, home / RELEASE)
 
 
