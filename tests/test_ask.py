@@ -81,7 +81,7 @@ def test_ask_declines_what_it_cannot_know(capsys, inspect_run, monkeypatch):
     assert err == "warning: the model never saw 'xyzzy', 'plugh'; ignored\n"  # the story line; declined questions say it themselves
 
 
-@pytest.mark.parametrize("threshold", [0, 1.01])
+@pytest.mark.parametrize("threshold", [0, 1])
 def test_the_probability_threshold(capsys, inspect_run, monkeypatch, threshold):
     code, out, _ = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--min-probability", threshold,
                        stdin=STORY + "What color is Greg?\n", monkeypatch=monkeypatch)
@@ -91,9 +91,9 @@ def test_the_probability_threshold(capsys, inspect_run, monkeypatch, threshold):
     model, cfg, vocab, _ = checkpoint.load(inspect_run["checkpoint"])
     assert code == 0 and answer.startswith(f"answer: {expected_answer(model, cfg, vocab)[0]} (p=")
     assert p == pytest.approx(expected_answer(model, cfg, vocab)[1], abs=0.005)  # the model's own probability
-    if threshold > 1:  # no answer is that sure: the table shows the best guess after the reason
+    if threshold == 1:  # no answer is that sure: the table shows the best guess after the reason
         assert declined == [f"cannot answer: the model is not sure (its best answer has p={p:.2f}, "
-                            f"under --min-probability 1.01); its best guess:"]
+                            f"under --min-probability 1.00); its best guess:"]
         assert out.index(declined[0]) < out.index(answer)
     else:
         assert declined == []
@@ -107,14 +107,14 @@ def test_inspect_story_declines_too(capsys, inspect_run, tmp_path):
     assert err.startswith("memnet inspect: error: cannot answer: the model was never asked a question like 'Where is Brian?'")
     story.write_text("1 Brian is a frog.\n2 Brian is yellow.\n3 What color is Brian?\n")
     tables = {}
-    for threshold in (0, 1.01):
+    for threshold in (0, 1):
         code, out, _ = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", story,
                            "--format", "json", "--min-probability", threshold)
         tables[threshold] = json.loads(out)
         assert code == 0
     assert tables[0]["cannot_answer"] is None
-    assert tables[1.01]["cannot_answer"].startswith("the model is not sure")
-    assert tables[1.01]["prediction"] == tables[0]["prediction"]  # the best guess is still there
+    assert tables[1]["cannot_answer"].startswith("the model is not sure")
+    assert tables[1]["prediction"] == tables[0]["prediction"]  # the best guess is still there
 
 
 def test_a_checkpoint_without_forms_checks_the_words(capsys, inspect_run, monkeypatch, tmp_path):

@@ -335,6 +335,8 @@ GENERATE_ERRORS = [
     (["--valid", "-5"], "argument --valid: expected a whole number >= 0, found -5"),
     (["--test", "-1"], "argument --test: expected a whole number >= 0, found -1"),
     (["--train", "ten"], "argument --train: expected a whole number >= 0, found 'ten'"),
+    (["--seed", "abc"], "argument --seed: expected a whole number >= 0, found 'abc'"),
+    (["--seed", "-1"], "argument --seed: expected a whole number >= 0, found -1"),
     (["--train", "0", "--test", "0"], "expected at least one split with questions"),
     (["--questions", "0"], "argument --questions: expected a whole number from 1 to 1000, found 0"),
     (["--questions", "-3"], "argument --questions: expected a whole number from 1 to 1000, found -3"),

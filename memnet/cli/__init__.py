@@ -45,6 +45,17 @@ def integer(lo: int, hi: int | None = None):
     return parse
 
 
+def probability(text: str) -> float:
+    """An argparse type: a number from 0 to 1, else a one-line error saying so."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, found {text!r}") from None
+    if not 0 <= value <= 1:  # NaN fails this too
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, found {text}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="memnet", description="bAbI-style stories, End-to-End Memory Networks with a stopping rule and "

@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train", type=integer(0), default=1000, help="training questions per task (default: 1000; 0: no train file)")
     p.add_argument("--valid", type=integer(0), default=0, help="validation questions per task (default: 0, no valid file)")
     p.add_argument("--test", type=integer(0), default=1000, help="test questions per task (default: 1000; 0: no test file)")
-    p.add_argument("--seed", type=int, default=0, help="seed; train, valid and test use disjoint streams of it")
+    p.add_argument("--seed", type=integer(0), default=0, help="seed (default: 0); train, valid and test use disjoint streams of it")
     p.add_argument("--out", required=True, help="output folder (official file names)")
     p.add_argument("--questions", type=integer(1, KNOB_MAX), help="questions per story (default: the task's official setting)")
     p.add_argument("--length", type=integer(1, KNOB_MAX), help="story length (default: the task's official setting)")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memnet import official
 from memnet.babi import SPLITS, parse_tasks
-from memnet.cli import integer
+from memnet.cli import integer, probability
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.errors import MemnetError
 from memnet.files import atomic_write, regular_file
@@ -73,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _min_probability(p: argparse.ArgumentParser, when: str = "") -> None:
-    p.add_argument("--min-probability", type=float, default=MIN_PROBABILITY, metavar="P",
+    p.add_argument("--min-probability", type=probability, default=MIN_PROBABILITY, metavar="P",
                    help=f"{when}say 'cannot answer' when the model gives its answer a probability under P "
                         f"(default: {MIN_PROBABILITY}); 0 always answers")
 
