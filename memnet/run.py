@@ -58,7 +58,10 @@ class RunFolder:
 
     def start(self, cfg: Config) -> None:
         """Make the folder (replacing another run's files with force) and write config.yaml."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise MemnetError(f"{self.path}: cannot make the run folder ({e.strerror or e})") from None
         if self.force and not self.resume:
             for name in self.present:
                 (self.path / name).unlink(missing_ok=True)

@@ -670,6 +670,13 @@ def test_train_into_a_path_where_a_file_stands(capsys, tiny, tmp_path):
     assert (tmp_path / "run").read_text() == "mine"
 
 
+def test_train_into_a_folder_that_cannot_be_made(capsys, tiny, tmp_path):
+    (tmp_path / "afile").write_text("mine")  # a file where a parent folder would have to be
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", tmp_path / "afile" / "run", "--quiet")
+    assert_one_line(code, err, "train", f"{tmp_path / 'afile' / 'run'}: cannot make the run folder (Not a directory)")
+    assert (tmp_path / "afile").read_text() == "mine"
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("model", "not a mapping", "the checkpoint's config is not a mapping of sections"),
     ("model", {"type": "memn2n", "hops": "three"}, "model.hops: expected int, found 'three'"),
