@@ -56,8 +56,8 @@ class RunFolder:
                               f"it cannot be resumed by this one (--force starts the run again)")
         return state
 
-    def start(self, cfg: Config) -> None:
-        """Make the folder (replacing another run's files with force) and write config.yaml."""
+    def make(self) -> None:
+        """Make the folder, and with force (not resuming) remove the files of the run it held."""
         try:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -65,6 +65,10 @@ class RunFolder:
         if self.force and not self.resume:
             for name in self.present:
                 (self.path / name).unlink(missing_ok=True)
+
+    def start(self, cfg: Config) -> None:
+        """Make the folder (replacing another run's files with force) and write config.yaml."""
+        self.make()
         atomic_write(self.path / "config.yaml", cfg.to_yaml())
 
     def log(self, record: dict[str, Any]) -> None:

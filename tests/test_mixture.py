@@ -187,6 +187,9 @@ def test_memnet_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
     capsys.readouterr()
     assert main(["mix", str(mix), str(two_runs / "words"), "--out", str(tmp_path / "new")]) == 2
     assert "already a mixture of two readers" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    (mix / "last.pt").write_bytes(b"a file of the run that held the folder")  # --force replaces that run's files
+    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix), "--force"]) == 0
+    assert not (mix / "last.pt").exists() and checkpoint.load(mix / "model.pt")
 
 
 def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):

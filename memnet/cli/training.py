@@ -213,9 +213,7 @@ def run_mix(args: argparse.Namespace) -> int:
         print(f"memnet mix: {len(unknown)} word(s) the readers never saw read as <unk>: {' '.join(unknown[:20])}",
               file=sys.stderr)
     model, error, rows = mixture.fit(a, b, valid, tasks)
-    out.mkdir(parents=True, exist_ok=True)
-    for name in folder.present:
-        (out / name).unlink(missing_ok=True)
+    folder.make()
     folder.save_model(mixture.payload(model, a, b, 1 - error))
     checkpoint.load(folder.model_path)  # read back: a written mixture loads
     folder.log(strict({"mixture": [str(a.run), str(b.run)], "readers": list(model.names), "data": str(data),
