@@ -55,7 +55,7 @@ def why_not(sample: Sample, vocab: Vocab) -> str | None:
         return f"the question {question!r} has no word the model knows"
     if not any(w in vocab.stoi for f in sample.facts for w in tokenize(f.text)):
         return "the story has no word the model knows"
-    unknown = [w for w in words if w not in vocab.stoi]
+    unknown = list(dict.fromkeys(w for w in words if w not in vocab.stoi))  # each word once, in order
     never = f" ({', '.join(map(repr, unknown))} never occurred in training)" if unknown else ""
     if vocab.forms is None:  # a checkpoint from before question forms: only the words can be checked
         return f"the question has words the model never saw{never}" if unknown else None
@@ -118,7 +118,7 @@ def _reader(stream: TextIO, out: TextIO, prompt: bool):
 
 
 def _warn_unknown(words: list[str], vocab: Vocab, err: TextIO) -> None:
-    unknown = [w for w in words if w not in vocab.stoi]
+    unknown = list(dict.fromkeys(w for w in words if w not in vocab.stoi))  # each word once, in order
     if unknown:
         print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=err)
 

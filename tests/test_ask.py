@@ -64,7 +64,7 @@ def test_the_checkpoint_carries_the_forms_and_old_ones_load_without(inspect_run)
 
 def test_ask_declines_what_it_cannot_know(capsys, inspect_run, monkeypatch):
     typed = (STORY + "Where is Greg?\nWhat colour is Greg?\nWhat color is Greg\nWhat color is Greg?\nreset\n"
-             "Xyzzy plugh.\nWhat color is Greg?\nFrog is a Brian.\nXyzzy plugh?\n")
+             "Xyzzy plugh xyzzy.\nWhat color is Greg?\nFrog is a Brian.\nXyzzy plugh?\n")
     code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--min-probability", 0,
                          stdin=typed, monkeypatch=monkeypatch)
     assert code == 0
@@ -76,9 +76,9 @@ def test_ask_declines_what_it_cannot_know(capsys, inspect_run, monkeypatch):
     assert "hint: 'What color is Greg' reads like a question; end it with '?' to ask it (not added to the story)" in out
     assert out.count("Q: What color is Greg?") == 1  # the hinted line did not join the story: 3 memories
     assert "3  Greg is a frog." in out and "4  What color is Greg" not in out
-    assert "cannot answer: the story has no word the model knows" in out  # after reset: only 'Xyzzy plugh.'
+    assert "cannot answer: the story has no word the model knows" in out  # after reset: only 'Xyzzy plugh xyzzy.'
     assert "cannot answer: the question 'Xyzzy plugh?' has no word the model knows" in out
-    assert err == "warning: the model never saw 'xyzzy', 'plugh'; ignored\n"  # the story line; declined questions say it themselves
+    assert err == "warning: the model never saw 'xyzzy', 'plugh'; ignored\n"  # the story line, each word once; declined questions say it themselves
 
 
 @pytest.mark.parametrize("threshold", [0, 1])
