@@ -101,7 +101,7 @@ def _reader(stream: TextIO, out: TextIO, prompt: bool):
             pass
         while True:
             try:
-                yield input("> ")
+                yield _utf8(input("> "))
             except EOFError:
                 print(file=out)
                 return
@@ -114,7 +114,17 @@ def _reader(stream: TextIO, out: TextIO, prompt: bool):
             raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
         if not line:
             return
-        yield line
+        yield _utf8(line)
+
+
+def _utf8(line: str) -> str:
+    """The line, or MemnetError where it holds a byte that is not UTF-8: with the surrogateescape
+    error handler (Python's for standard input under a C or POSIX locale) such a byte arrives
+    as a lone surrogate, U+DC80-U+DCFF, instead of raising UnicodeDecodeError."""
+    bad = next((c for c in line if "\udc80" <= c <= "\udcff"), None)
+    if bad is not None:
+        raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{ord(bad) - 0xdc00:02x}")
+    return line
 
 
 def _warn_unknown(words: list[str], vocab: Vocab, err: TextIO) -> None:

@@ -531,8 +531,10 @@ def test_ask_shows_escapes(capsys, inspect_run, monkeypatch):
     assert code == 0 and "\x1b" not in out + err and "\\x1b[2J" in out
 
 
-def test_ask_refuses_input_that_is_not_utf8(capsys, inspect_run, monkeypatch):
-    stdin = io.TextIOWrapper(io.BytesIO(b"Brian is a frog.\nGreg is \xff a frog.\nWhat color is Greg?\n"), encoding="utf-8")
+@pytest.mark.parametrize("errors", ["strict", "surrogateescape"])  # the second: Python's stdin under a C locale
+def test_ask_refuses_input_that_is_not_utf8(capsys, inspect_run, monkeypatch, errors):
+    stdin = io.TextIOWrapper(io.BytesIO(b"Brian is a frog.\nGreg is \xff a frog.\nWhat color is Greg?\n"),
+                             encoding="utf-8", errors=errors)
     monkeypatch.setattr(sys, "stdin", stdin)
     code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"])
     assert_one_line(code, err, "ask", "standard input: expected UTF-8 text, found byte 0xff")
