@@ -106,12 +106,12 @@ def _reader(stream: TextIO, out: TextIO, prompt: bool):
                 print(file=out)
                 return
             except UnicodeDecodeError as e:
-                raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
+                raise _not_utf8(e.object[e.start]) from None
     while True:
         try:
             line = stream.readline()
         except UnicodeDecodeError as e:
-            raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{e.object[e.start]:02x}") from None
+            raise _not_utf8(e.object[e.start]) from None
         if not line:
             return
         yield _utf8(line)
@@ -123,8 +123,12 @@ def _utf8(line: str) -> str:
     as a lone surrogate, U+DC80-U+DCFF, instead of raising UnicodeDecodeError."""
     bad = next((c for c in line if "\udc80" <= c <= "\udcff"), None)
     if bad is not None:
-        raise MemnetError(f"standard input: expected UTF-8 text, found byte 0x{ord(bad) - 0xdc00:02x}")
+        raise _not_utf8(ord(bad) - 0xDC00)
     return line
+
+
+def _not_utf8(byte: int) -> MemnetError:
+    return MemnetError(f"standard input: expected UTF-8 text, found byte 0x{byte:02x}")
 
 
 def _warn_unknown(words: list[str], vocab: Vocab, err: TextIO) -> None:
