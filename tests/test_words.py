@@ -1,20 +1,23 @@
 """The word reader: the readers' contract (shapes, one read whose attention sums to one over the
 real memories, padding changes nothing), its masked BiGRU against torch's GRU, the answer not
 depending on the order of the facts but on which fact names which thing (learning generated
-qa17), its config section and the CLI."""
+qa17), an ensemble of its restarts, its config section and the CLI."""
 import dataclasses
 import json
 
 import pytest
 import torch
 
+import memnet.train as train_module
 from memnet import babi, checkpoint, generator
 from memnet.cli import main
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
-from memnet.models import build_model
+from memnet.evaluation import accuracy, evaluate
+from memnet.models import Ensemble, build_model
 from memnet.models.words import BiGRU, WordReader
 from memnet.report import describe
+from memnet.run import RunFolder
 from memnet.train import train
 
 
@@ -225,6 +228,24 @@ def test_dropout_draws_from_its_own_generator_and_only_in_training(qa1, tmp_path
     second = train(cfg, progress=False, log=False)["model"].state_dict()
     assert first.keys() == second.keys() and "_extra_state" in first
     assert all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_an_ensemble_of_word_readers_keeps_the_restarts_best_on_valid(tmp_path):
+    """With train.ensemble the word reader's run saves its k restarts best on valid (how qa17's
+    column answers, docs/results.md), each at its best weights, and answers with their mean."""
+    generator.write_dataset(tmp_path / "data", 17, train=60, test=20, seed=0)
+    cfg = load(None, {"data.dir": str(tmp_path / "data"), "data.task": "17", "model.type": "words", "model.dim": 8,
+                      "model.hidden": 16, "train.epochs": 3, "train.eval_every": 1, "train.threads": 1,
+                      "train.restarts": 3, "train.ensemble": True, "train.ensemble_members": 2})
+    result = train(cfg, RunFolder(tmp_path / "run"), progress=False, log=False)
+    model, saved_cfg, vocab, _ = checkpoint.load(result["saved"])
+    valid = train_module.load_data(saved_cfg, vocab)[0]["valid"]
+    assert isinstance(model, Ensemble) and [type(m) for m in model.members] == [WordReader, WordReader]
+    assert [accuracy(member, valid) for member in model.members] == \
+        pytest.approx(sorted(result["valid_accuracy_per_seed"], reverse=True)[:2])
+    assert evaluate(model, valid)["accuracy"] == pytest.approx(result["valid"]["accuracy"])
+    mean = torch.stack([m(valid).logits.softmax(-1) for m in model.members]).mean(0)
+    assert torch.allclose(model(valid).logits.exp(), mean, atol=1e-6)
 
 
 def test_its_config_section_is_its_own():
