@@ -241,6 +241,7 @@ def test_an_ensemble_of_word_readers_keeps_the_restarts_best_on_valid(tmp_path):
     model, saved_cfg, vocab, _ = checkpoint.load(result["saved"])
     valid = train_module.load_data(saved_cfg, vocab)[0]["valid"]
     assert isinstance(model, Ensemble) and [type(m) for m in model.members] == [WordReader, WordReader]
+    assert saved_cfg.train.restart_choice == "best"  # the built-in default: restarts ranked by their best valid accuracy
     assert [accuracy(member, valid) for member in model.members] == \
         pytest.approx(sorted(result["valid_accuracy_per_seed"], reverse=True)[:2])
     assert evaluate(model, valid)["accuracy"] == pytest.approx(result["valid"]["accuracy"])
