@@ -238,6 +238,10 @@ class TrainConfig:
     # attention tables are the best restart's) instead of keeping the best restart alone
     ensemble: bool = False  # the model is an ensemble of restarts
     ensemble_members: int = 0  # with ensemble: the k restarts best on valid (restart_choice; first of equals); 0: every restart
+    # with ensemble and a memory network's stopping rule: members, each member answers from the hop
+    # its own rule stops at; together, the ensemble stops at the first hop where more than half of the
+    # members' rules say stop, and answers with the members' answers after that hop, averaged
+    ensemble_halting: str = "members"
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
     # joint training (data.task names several tasks) uses these instead of model.dim,
@@ -290,6 +294,7 @@ CHOICES = {
     "train.joint_attention": ("softmax", "stick", "mixed"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
+    "train.ensemble_halting": ("members", "together"),
 }
 
 
@@ -419,6 +424,12 @@ def check(cfg: Config) -> Config:
         raise ConfigError(f"train.ensemble_members: expected at most train.restarts ({cfg.train.restarts}), "
                           f"found {cfg.train.ensemble_members}")
     model = cfg.model
+    if cfg.train.ensemble_halting == "together" and not (cfg.train.ensemble and isinstance(model, MemN2NConfig)
+                                                        and model.stopping):
+        raise ConfigError("train.ensemble_halting: together stops an ensemble where most of its members' stopping "
+                          "rules say stop; it needs train.ensemble true and a memory network with model.stopping true, "
+                          f"found train.ensemble {str(cfg.train.ensemble).lower()}, model.type {model.type}"
+                          + (f", model.stopping {str(model.stopping).lower()}" if isinstance(model, MemN2NConfig) else ""))
     for key in ("hop_cost", "last_hop_cost"):
         if getattr(cfg.train, key) and not (getattr(model, "stopping", False) or getattr(model, "act", False)):
             raise ConfigError(f"train.{key}: {getattr(cfg.train, key)} charges the hops a model stops after; it "

@@ -78,6 +78,23 @@ def test_an_ensemble_cannot_have_more_members_than_restarts():
     assert config.load(None, ["train.ensemble=true", "train.restarts=3", "train.ensemble_members=3"]).train.ensemble_members == 3
 
 
+def test_an_ensemble_stops_together_only_where_its_members_have_a_stopping_rule():
+    with pytest.raises(ConfigError) as error:
+        config.load(None, ["train.ensemble_halting=together", "model.stopping=true"])
+    assert str(error.value) == ("train.ensemble_halting: together stops an ensemble where most of its members' stopping "
+                                "rules say stop; it needs train.ensemble true and a memory network with model.stopping "
+                                "true, found train.ensemble false, model.type memn2n, model.stopping true")
+    with pytest.raises(ConfigError, match="found train.ensemble true, model.type memn2n, model.stopping false"):
+        config.load(None, ["train.ensemble_halting=together", "train.ensemble=true"])
+    with pytest.raises(ConfigError, match="found train.ensemble true, model.type universal$"):
+        config.load(None, ["train.ensemble_halting=together", "train.ensemble=true", "model.type=universal",
+                           "model.stopping=true"])
+    with pytest.raises(ConfigError, match="train.ensemble_halting: expected one of members, together; found 'vote'"):
+        config.load(None, ["train.ensemble_halting=vote"])
+    cfg = config.load(None, ["train.ensemble_halting=together", "train.ensemble=true", "model.stopping=true"])
+    assert cfg.train.ensemble_halting == "together"
+
+
 def test_a_model_section_holds_its_types_settings_only(tmp_path):
     with pytest.raises(ConfigError, match="model.layers: a setting of model.type transformer and universal, not of memn2n"):
         config.load(None, {"model.layers": 3})

@@ -624,6 +624,44 @@ def test_an_ensemble_averages_its_members_answer_distributions(data, tmp_path):
 
 
 
+def test_an_ensemble_stops_together_where_most_members_rules_say_stop(data, tmp_path):
+    """train.ensemble_halting together: the ensemble answers after the first hop where more than
+    half of its members' rules stop (else the last), with every member's answer after that hop
+    averaged; members (the default): each member answers from its own hop, the hops the first's."""
+    _, vocab, batch = data
+    settings = {"train.restarts": 3, "train.ensemble": True, "model.stopping": True}
+    members = [make(vocab, seed=s, stopping=True, hops=3) for s in range(3)]
+    for member, bias in zip(members, (5.0, -5.0, -5.0)):  # the first stops after hop 1, the others never
+        with torch.no_grad():
+            member.halt_w.zero_()
+            member.halt_b.fill_(bias)
+    weights = {f"members.{i}.{k}": v for i, m in enumerate(members) for k, v in m.state_dict().items()}
+    alone = build_model(load(None, settings), vocab)
+    together = build_model(load(None, {**settings, "train.ensemble_halting": "together"}), vocab)
+    alone.load_state_dict(weights), together.load_state_dict(weights)
+    own = [m(batch) for m in members]
+    hop = torch.stack([r.hop_logits.softmax(-1) for r in own]).mean(0)  # (B, K, A) the mean after each hop
+    r = alone(batch)
+    assert r.hops_used.tolist() == [1, 1, 1] and r.halted.all()  # the first member's
+    assert torch.allclose(r.logits.exp(), torch.stack([o.logits.softmax(-1) for o in own]).mean(0), atol=1e-6)
+    r = together(batch)  # one of three says stop after hop 1: on to the last hop
+    assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
+    assert torch.allclose(r.logits.exp(), hop[:, 2], atol=1e-6)
+    assert (r.attention[:, 1:].sum(-1) > 0.5).all()  # the first member's attention, past its own stop
+    with torch.no_grad():
+        together.members[1].halt_b.fill_(5.0)  # two of three say stop after hop 1
+    r = together(batch)
+    assert r.hops_used.tolist() == [1, 1, 1] and r.halted.all() and r.stops[:, 0].all()
+    assert torch.allclose(r.logits.exp(), hop[:, 0], atol=1e-6)
+    assert (r.attention[:, 1:] == 0).all()
+    cfg = load(None, {**settings, "train.ensemble_halting": "together"})
+    checkpoint.save(tmp_path / "e.pt", together, cfg, vocab, step=1, best_metric=0.5)
+    loaded, *_ = checkpoint.load(tmp_path / "e.pt")
+    again = loaded(batch)
+    assert loaded.halting == "together" and torch.equal(again.hops_used, r.hops_used)
+    assert torch.allclose(again.logits, r.logits)
+
+
 def test_the_halting_bias_starts_at_halt_init(data):
     """b_h starts at model.halt_init after either of alternate_init's initialisations (the
     default -2 as before): every hop's halting probability near σ(b_h) at first."""

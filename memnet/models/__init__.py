@@ -29,7 +29,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
     restart's model, never an ensemble (what the trainer trains)."""
     size = ensemble_size(cfg)
     if size > 1 and not restart:
-        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(size)])
+        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(size)], cfg.train.ensemble_halting)
     m = cfg.model
     if isinstance(m, MemN2NConfig):
         return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,

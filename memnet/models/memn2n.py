@@ -136,6 +136,9 @@ class MemN2N(nn.Module):
         self.stick_init = stick_init
         self.own_hops = stopping and halt_training == "right_own"  # early answers from hops with their input detached
         self.linear = False  # linear start: no attention softmax (set by the trainer)
+        # the attention of every hop, the hops after the one the rule stopped at too (set by an
+        # ensemble that stops on its members' rules together: its hops need not be this member's)
+        self.every_hop = False
         # adjacent: tables [A^1 = B, C^1 = A^2, ..., C^K = W^T]; layer-wise: [B, A, C, W^T]
         self.n_tables = hops + 1 if tying == "adjacent" else 4
         self.tables = nn.Parameter(torch.zeros(self.n_tables, vocab_size, dim))  # (n_tables, V, d)
@@ -303,7 +306,7 @@ class MemN2N(nn.Module):
                                                          torch.stack(sums, 1) if self.summed else None)
         attention = torch.stack(ps, 1)  # (B, K, M)
         gates = torch.stack(gates, 1) if self.summed else None  # (B, K, M) the sums' gate logits
-        logits, attention, hops_used, halted, halt_probs = self.halt(states, hop_logits, attention)
+        logits, attention, hops_used, halted, halt_probs, stops = self.halt(states, hop_logits, attention)
         loss = None
         if answered:
             apart = None  # right_last: each hop's logits from its inputs with their gradient stopped
@@ -321,7 +324,7 @@ class MemN2N(nn.Module):
             loss = self.loss(batch, logits, states, hop_logits, halt_probs, hops_used, torch.stack(scores, 1),
                              torch.stack(allowed_per_hop, 1), gates, apart)
         return Result(logits, attention, hops_used, halted, hop_logits, halt_probs, loss,
-                      torch.sigmoid(gates) if gates is not None else None)
+                      torch.sigmoid(gates) if gates is not None else None, stops=stops)
 
     def hop_score(self, m: Tensor, u: Tensor, before: Tensor | None, offsets: Tensor | None, visited: Tensor,
                   k: int) -> Tensor:
@@ -360,14 +363,14 @@ class MemN2N(nn.Module):
         return torch.relu(x @ self.answer_in + self.answer_in_b) @ self.answer_out  # (B, K, A)
 
     def halt(self, states: Tensor, hop_logits: Tensor, attention: Tensor) -> tuple[Tensor, ...]:
-        """The stopping rule: (logits, attention, hops_used, halted, halt_probs); without it,
-        every question takes all K hops."""
+        """The stopping rule: (logits, attention, hops_used, halted, halt_probs, stops); without it,
+        every question takes all K hops (stops None)."""
         B, K, A = hop_logits.shape
         arange_k = torch.arange(K, device=states.device)  # (K,)
         if not self.stopping:
             halt_probs = (arange_k == K - 1).float().expand(B, K)  # (B, K)
             hops_used = torch.full((B,), K, device=states.device)  # (B,)
-            return hop_logits[:, -1], attention, hops_used, torch.zeros_like(hops_used, dtype=torch.bool), halt_probs
+            return hop_logits[:, -1], attention, hops_used, torch.zeros_like(hops_used, dtype=torch.bool), halt_probs, None
         h_raw = torch.sigmoid(states @ self.halt_w + self.halt_b)  # (B, K) h_k
         h = torch.where(arange_k == K - 1, 1.0, h_raw)  # (B, K) h_K = 1
         go_on = torch.cumprod(torch.cat([torch.ones_like(h[:, :1]), 1 - h[:, :-1]], -1), -1)  # (B, K) Π_{j<k}(1-h_j)
@@ -378,9 +381,10 @@ class MemN2N(nn.Module):
         stop = stop | (arange_k == K - 1)
         hops_used = stop.float().argmax(-1) + 1  # (B,) the first hop that says stop
         halted = h_raw.gather(1, (hops_used - 1)[:, None])[:, 0] > self.halt_threshold  # (B,)
-        attention = attention * (arange_k < hops_used[:, None])[..., None]  # hops not taken: zeros
+        if not self.every_hop:
+            attention = attention * (arange_k < hops_used[:, None])[..., None]  # hops not taken: zeros
         logits = hop_logits.gather(1, (hops_used - 1)[:, None, None].expand(B, 1, A))[:, 0]  # (B, A)
-        return logits, attention, hops_used, halted, halt_probs
+        return logits, attention, hops_used, halted, halt_probs, stop
 
     def loss(self, batch: Batch, logits: Tensor, states: Tensor, hop_logits: Tensor, halt_probs: Tensor,
              hops_used: Tensor, scores: Tensor, allowed: Tensor, gates: Tensor | None,

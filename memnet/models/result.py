@@ -23,6 +23,9 @@ class Result(NamedTuple):
     # (B,) a mixture of two readers (memnet.models.mixture): reader A's weight in the answer;
     # None for other models
     share: Tensor | None = None
+    # (B, K) bool: the stopping rule's verdict after each hop, whether it would stop there (True at
+    # K); None for a model without one
+    stops: Tensor | None = None
 
 
 HALT_REASONS = ("max hops", "halted")  # indexed by Result.halted
