@@ -197,6 +197,10 @@ class WordsConfig:
     # answer's layer beside the pooled comparison (the comparing GRU squashes what it reads: what
     # it passes on of a count is bounded)
     summed_out: bool = False  # the summed read also goes to the answer's layer, past the comparing GRU
+    # an answer of several items ('apple,milk', qa8's lists) scores its own output plus each of its
+    # items' outputs, so that what says an item is carried counts toward every list that holds it
+    # (a pair is rare in training: 58 of qa8's 900 questions)
+    list_answers: bool = False
 
 
 ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]

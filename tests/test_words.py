@@ -249,6 +249,32 @@ def test_an_ensemble_of_word_readers_keeps_the_restarts_best_on_valid(tmp_path):
     assert torch.allclose(model(valid).logits.exp(), mean, atol=1e-6)
 
 
+def test_a_list_answer_scores_its_items_outputs_beside_its_own(tmp_path):
+    """model.list_answers: z('apple,milk') = y('apple,milk') + y('apple') + y('milk'), y the
+    answer layer's output; a single item or 'nothing' keeps its own."""
+    samples = list(babi.samples(generator.generate(8, 300, seed=0)))
+    vocab = Vocab.build(samples)
+    lists = [a for a in vocab.answers if "," in a]
+    assert lists and "nothing" in vocab.answers  # the generator's qa8 has lists to score
+    batch = encode_samples(samples[:5], vocab, memory_size=50)
+    model = make(vocab, list_answers=True)
+    bias = torch.randn(len(vocab.answers))
+    with torch.no_grad():  # every question's output y is the last layer's bias alone
+        model.out[2].weight.zero_()
+        model.out[2].bias.copy_(bias)
+    z = model(batch).logits[0].detach()
+    y = dict(zip(vocab.answers, bias.tolist()))
+    index = {a: i for i, a in enumerate(vocab.answers)}
+    for answer in lists:
+        want = y[answer] + sum(y[item] for item in answer.split(",")) - y["nothing"]
+        assert float(z[index[answer]] - z[index["nothing"]]) == pytest.approx(want, abs=1e-5)
+    single = next(a for a in vocab.answers if "," not in a and a != "nothing")
+    assert float(z[index[single]] - z[index["nothing"]]) == pytest.approx(y[single] - y["nothing"], abs=1e-5)
+    plain = make(vocab)
+    plain.load_state_dict(model.state_dict())
+    assert plain.list_parts is None and not torch.allclose(plain(batch).logits, model(batch).logits)
+
+
 def test_its_config_section_is_its_own():
     with pytest.raises(ConfigError, match="model.hops: a setting of model.type memn2n, not of words"):
         load(None, {"model.type": "words", "model.hops": 2})

@@ -18,7 +18,7 @@ from memnet.models.mixture import Mixture
 from memnet.models.pairs import PairReader
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
-from memnet.models.words import WordReader
+from memnet.models.words import WordReader, list_parts
 
 __all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Mixture", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters"]
 
@@ -57,6 +57,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
         return WordReader(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
                           dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout,
                           summed=m.summed, summed_out=m.summed_out,
+                          list_parts=list_parts(vocab.answers) if m.list_answers else None,
                           attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 

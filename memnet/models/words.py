@@ -15,6 +15,12 @@ among the story's words:
     h_t = BiGRU([q_t; a_t; q_t ⊙ a_t; q_t − a_t])_t                     (compared word by word)
     p(a) = softmax(MLP([max_t h_t; mean_t h_t]))                        (the question's words pooled)
 
+With `list_answers` (list_parts), a list's logit adds its items' to its own: z('apple,milk') =
+y('apple,milk') + y('apple') + y('milk'), where y is the MLP's output. What tells that an item is
+carried then counts toward every list holding it, learned from the questions whose answer is the
+item alone, instead of from the list's own few questions; the list's own output keeps the order
+('apple,milk' against 'milk,apple').
+
 With `summed`, each question word also reads c_t = Σ_ij σ(q_t · s_ij + b) s_ij (b learned from
 −4), appended to the compared input: how many of the story's words match, where a_t is their
 mean. The comparing GRU squashes what it reads (its gates are sigmoids and tanhs), so what it
@@ -44,6 +50,19 @@ from memnet.models.result import Result
 GATE_INIT = -4.0  # the summed read's gate bias at the start: each word's gate nearly shut
 
 
+def list_parts(answers: list[str]) -> Tensor:
+    """(A, A): [a, o] = 1 where answer o is one item of the list answer a ('apple,milk' holds
+    'apple' and 'milk'); items that are no answer of their own are left out."""
+    index = {a: i for i, a in enumerate(answers)}
+    parts = torch.zeros(len(answers), len(answers))
+    for a, answer in enumerate(answers):
+        if "," in answer:
+            for item in answer.split(","):
+                if item in index:
+                    parts[a, index[item]] = 1.0
+    return parts
+
+
 class BiGRU(nn.Module):
     """A bidirectional GRU over padded sequences (..., J, n) -> (..., J, 2h): each direction
     starts at its sequence's own first real word, padding kept out of the state (outputs 0 there)."""
@@ -71,7 +90,7 @@ class WordReader(OwnDropout, nn.Module):
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
                  temporal: bool = True, dropout: float = 0.0, summed: bool = False, summed_out: bool = False,
-                 attention_supervision: float = 0.0):
+                 list_parts: Tensor | None = None, attention_supervision: float = 0.0):
         super().__init__()
         if (summed_out or attention_supervision) and not summed:
             raise ValueError("summed_out and attention_supervision act on the summed read; they need summed")
@@ -86,6 +105,8 @@ class WordReader(OwnDropout, nn.Module):
         self.out = nn.Sequential(nn.Linear((6 if summed_out else 4) * d, hidden), nn.ReLU(), nn.Linear(hidden, n_answers))
         if summed:  # registered last: without it the weights drawn are those of before
             self.gate_bias = nn.Parameter(torch.tensor(GATE_INIT))  # b, shared by every word's gate
+        # (A, A) 1 where answer class o is an item of list class a (list_parts); None: each class its own output
+        self.register_buffer("list_parts", list_parts, persistent=False)
         self.reset_parameters(torch.Generator().manual_seed(0))
 
     def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
@@ -137,7 +158,10 @@ class WordReader(OwnDropout, nn.Module):
         if self.summed_out:  # the sums themselves, unsquashed: twice a fact's words read twice as much
             pooled.append((found[-1] * real_q[..., None]).sum(1) / n)  # (B, 2d)
         pooled = torch.cat(pooled, -1)
-        logits = self.out(self.drop(pooled)).log_softmax(-1)  # (B, A)
+        y = self.out(self.drop(pooled))  # (B, A)
+        if self.list_parts is not None:  # a list's items' outputs added to its own
+            y = y + y @ self.list_parts.T
+        logits = y.log_softmax(-1)  # (B, A)
         attention = (alpha.view(B, -1, M, J).sum(-1) * real_q[..., None]).sum(1) / n  # (B, M)
         answered = batch.answer >= 0
         loss = None
