@@ -201,6 +201,11 @@ class WordsConfig:
     # items' outputs, so that what says an item is carried counts toward every list that holds it
     # (a pair is rare in training: 58 of qa8's 900 questions)
     list_answers: bool = False
+    # at inference, a list answer takes its items in the order the story first names them among the
+    # facts the summed read's gates open (bAbI's lists name the objects in the order of the first
+    # supporting fact naming each: 58 of 58 pairs of qa8's training split): the probability of the
+    # orders of one set of items goes to the order the facts give (needs summed)
+    list_order: bool = False
 
 
 ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]
@@ -465,6 +470,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, PairsConfig) and model.place_facts and not model.places:
         raise ConfigError("model.place_facts: scores each place of an answer phrase from one fact of the pair; "
                           "it needs model.places true, found false")
+    if isinstance(model, WordsConfig) and model.list_order and not model.summed:
+        raise ConfigError("model.list_order: orders a list's items by the facts the summed read's gates open; "
+                          "it needs model.summed true, found false")
     if isinstance(model, WordsConfig) and model.summed_out and not model.summed:
         raise ConfigError("model.summed_out: takes the summed read to the answer's layer; "
                           "it needs model.summed true, found false")

@@ -275,6 +275,51 @@ def test_a_list_answer_scores_its_items_outputs_beside_its_own(tmp_path):
     assert plain.list_parts is None and not torch.allclose(plain(batch).logits, model(batch).logits)
 
 
+LISTS = """\
+1 Mary got the milk there.
+2 Mary got the apple there.
+3 What is Mary carrying?\tmilk,apple\t1 2
+1 John got the apple there.
+2 John went to the garden.
+3 John got the milk there.
+4 What is John carrying?\tapple,milk\t1 3
+5 John dropped the milk.
+6 What is John carrying?\tapple\t1 3 5
+"""
+
+
+def test_list_order_gives_a_set_of_items_the_order_the_open_facts_name_them_in():
+    """model.list_order: at inference the probability of 'apple,milk' and 'milk,apple' goes to
+    the order in which the open sentences first name the two; training, a single answer, and a
+    story whose sentences the gates all shut keep the answer layer's distribution."""
+    samples = list(babi.samples(babi.parse_lines(LISTS.splitlines())))
+    vocab = Vocab.build(samples)
+    batch = encode_samples(samples, vocab, memory_size=50)
+    model = make(vocab, summed=True, list_order=True)
+    index = {a: i for i, a in enumerate(vocab.answers)}
+    bias = torch.zeros(len(vocab.answers))
+    bias[index["apple,milk"]], bias[index["milk,apple"]], bias[index["apple"]] = 3.0, 1.0, 2.0
+    with torch.no_grad():  # every question's output is the bias alone, every sentence's gate open
+        model.out[2].weight.zero_()
+        model.out[2].bias.copy_(bias)
+        model.gate_bias.fill_(100.0)
+    plain = bias.log_softmax(-1)
+    pair = plain[[index["apple,milk"], index["milk,apple"]]].exp().sum()
+    z = model(batch).logits.detach()
+    assert z[0, index["milk,apple"]].exp() == pytest.approx(float(pair)) and z[0, index["apple,milk"]] < -60
+    assert z[1, index["apple,milk"]].exp() == pytest.approx(float(pair)) and z[1, index["milk,apple"]] < -60
+    for r in range(3):
+        assert float(z[r, index["apple"]]) == pytest.approx(float(plain[index["apple"]]))
+    model.train()
+    assert torch.allclose(model(batch).logits, plain.expand(3, -1), atol=1e-6)  # training: unchanged
+    model.eval()
+    with torch.no_grad():
+        model.gate_bias.fill_(-100.0)  # no sentence open: no order to go by
+    assert torch.allclose(model(batch).logits, plain.expand(3, -1), atol=1e-6)
+    with pytest.raises(ConfigError, match="model.list_order: .* needs model.summed true, found false"):
+        load(None, {"model.type": "words", "model.list_order": True})
+
+
 def test_its_config_section_is_its_own():
     with pytest.raises(ConfigError, match="model.hops: a setting of model.type memn2n, not of words"):
         load(None, {"model.type": "words", "model.hops": 2})

@@ -58,6 +58,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                           dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout,
                           summed=m.summed, summed_out=m.summed_out,
                           list_parts=list_parts(vocab.answers) if m.list_answers else None,
+                          list_words=vocab.answer_words() if m.list_order else None,
                           attention_supervision=cfg.train.attention_supervision)
     raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
 

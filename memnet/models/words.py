@@ -21,6 +21,15 @@ carried then counts toward every list holding it, learned from the questions who
 item alone, instead of from the list's own few questions; the list's own output keeps the order
 ('apple,milk' against 'milk,apple').
 
+With `list_order` (list_words, the summed read needed), at inference a list's items go in the
+order the story first names them among the sentences whose gate is open (logit above 0; with
+attention supervision, the facts the reader takes for supporting facts): the probability of every
+order of one set of items goes to the orders the facts give ('apple,milk' where the oldest open
+sentence naming the apple is older than the oldest naming the milk), shared equally where several
+do; where no order of the set agrees, or an item is named by no open sentence, it stays as it
+was. bAbI's lists are in that order (the first supporting fact naming each item: 58 of 58 pairs
+in qa8's training split), which a list's own output learns from a few dozen questions.
+
 With `summed`, each question word also reads c_t = Σ_ij σ(q_t · s_ij + b) s_ij (b learned from
 −4), appended to the compared input: how many of the story's words match, where a_t is their
 mean. The comparing GRU squashes what it reads (its gates are sigmoids and tanhs), so what it
@@ -90,7 +99,8 @@ class WordReader(OwnDropout, nn.Module):
 
     def __init__(self, *, vocab_size: int, n_answers: int, memory_size: int, dim: int = 32, hidden: int = 64,
                  temporal: bool = True, dropout: float = 0.0, summed: bool = False, summed_out: bool = False,
-                 list_parts: Tensor | None = None, attention_supervision: float = 0.0):
+                 list_parts: Tensor | None = None, list_words: list[list[int]] | None = None,
+                 attention_supervision: float = 0.0):
         super().__init__()
         if (summed_out or attention_supervision) and not summed:
             raise ValueError("summed_out and attention_supervision act on the summed read; they need summed")
@@ -107,6 +117,19 @@ class WordReader(OwnDropout, nn.Module):
             self.gate_bias = nn.Parameter(torch.tensor(GATE_INIT))  # b, shared by every word's gate
         # (A, A) 1 where answer class o is an item of list class a (list_parts); None: each class its own output
         self.register_buffer("list_parts", list_parts, persistent=False)
+        self.list_order = list_words is not None
+        if self.list_order:
+            if not summed:
+                raise ValueError("list_order orders a list by the facts the summed read's gates open; it needs summed")
+            P = max(2, *(len(w) for w in list_words))
+            # (A, P) each list's item words in its order, 0 after its last; 0 everywhere for a single answer
+            words = torch.tensor([w + [0] * (P - len(w)) if len(w) > 1 else [0] * P for w in list_words])
+            sets = {}
+            group = torch.tensor([sets.setdefault(frozenset(w) if len(w) > 1 else ("single", a), len(sets))
+                                  for a, w in enumerate(list_words)])
+            self.register_buffer("list_words", words, persistent=False)
+            # (A, G) one-hot: the set of items of each class (a single answer is a set of its own)
+            self.register_buffer("list_sets", F.one_hot(group).float(), persistent=False)
         self.reset_parameters(torch.Generator().manual_seed(0))
 
     def reset_parameters(self, generator: torch.Generator, std: float = 1.0) -> None:
@@ -162,6 +185,8 @@ class WordReader(OwnDropout, nn.Module):
         if self.list_parts is not None:  # a list's items' outputs added to its own
             y = y + y @ self.list_parts.T
         logits = y.log_softmax(-1)  # (B, A)
+        if self.list_order and not self.training:
+            logits = self.ordered(logits, story, opens, real_s, real_q, in_memory)
         attention = (alpha.view(B, -1, M, J).sum(-1) * real_q[..., None]).sum(1) / n  # (B, M)
         answered = batch.answer >= 0
         loss = None
@@ -172,6 +197,36 @@ class WordReader(OwnDropout, nn.Module):
         return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=logits.device),
                       halted=torch.zeros(B, dtype=torch.bool, device=logits.device), hop_logits=logits[:, None],
                       halt_probs=logits.new_ones(B, 1), loss=loss)
+
+    def ordered(self, logits: Tensor, story: Tensor, opens: Tensor, real_s: Tensor, real_q: Tensor,
+                in_memory: Tensor) -> Tensor:
+        """logits (B, A) with each set of list items' probability moved to the orders the open
+        sentences give (see the module's docstring)."""
+        B, M, _ = story.shape
+        gate = self.sentence_gates(opens, real_s, real_q)  # (B, M)
+        open_ = (gate > 0) & in_memory  # (B, M)
+        words = self.list_words  # (A, P)
+        names = (story[:, None, None] == words[None, :, :, None, None]).any(-1)  # (B, A, P, M)
+        slot = torch.arange(M, device=story.device)  # slot 0 is the most recent sentence
+        oldest = torch.where(names & open_[:, None, None], slot, -1).amax(-1)  # (B, A, P) -1: named by none
+        item = words > 0  # (A, P)
+        known = ((oldest >= 0) | ~item).all(-1)  # (B, A) every item named by an open sentence
+        older_first = ((oldest[..., :-1] > oldest[..., 1:]) | ~item[None, :, 1:]).all(-1)  # (B, A) each item named before the next
+        is_list = item[:, 1].expand(B, -1)  # (B, A) a list has a second item
+        agrees = ~is_list | (known & older_first)  # (B, A)
+        p = logits.exp()
+        mass = p @ self.list_sets  # (B, G) each set's probability
+        n = agrees.float() @ self.list_sets  # (B, G) how many of its orders agree
+        undecided = (~is_list | ~known).float() @ self.list_sets > 0  # (B, G) a set whose order the facts cannot tell
+        moved = torch.where(agrees, (mass / n.clamp(min=1)) @ self.list_sets.T, torch.zeros_like(p))
+        keep = ((n == 0) | undecided).float() @ self.list_sets.T > 0  # (B, A) classes of a set left as it was
+        return torch.where(keep, p, moved).clamp(min=1e-30).log()
+
+    def sentence_gates(self, opens: Tensor, real_s: Tensor, real_q: Tensor) -> Tensor:
+        """(B, M): each sentence's gate logit, the highest of its words' for any real question word."""
+        B, M, J = real_s.shape
+        real = real_q[..., None] & real_s.flatten(1)[:, None]  # (B, Jq, M J) a question word and a story word
+        return opens.masked_fill(~real, -100.0).view(B, -1, M, J).amax(-1).amax(1)
 
     def read_sentences(self, x: Tensor, real_s: Tensor, in_memory: Tensor) -> Tensor:
         """The encoder over the sentences in memory only, up to the last column any of them has a
@@ -189,8 +244,7 @@ class WordReader(OwnDropout, nn.Module):
         story's sentences: a sentence's gate logit is the highest of its words' for any real question
         word (B, Jq, M J) -> (B, M), so the summed read learns to count the facts that the
         question needs and only those."""
-        B, M, J = real_s.shape
-        real = real_q[..., None] & real_s.flatten(1)[:, None]  # (B, Jq, M J) a question word and a story word
-        sentence = opens.masked_fill(~real, -100.0).view(B, -1, M, J).amax(-1).amax(1)
+        M = real_s.shape[1]
+        sentence = self.sentence_gates(opens, real_s, real_q)  # (B, M)
         bce = F.binary_cross_entropy_with_logits(sentence.clamp(min=-100.0), batch.facts(M), reduction="none")
         return (bce * real_s.any(-1)).sum()
