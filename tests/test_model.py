@@ -7,7 +7,7 @@ from memnet import babi, checkpoint
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
-from memnet.models import build_model, init_weights
+from memnet.models import Ensemble, build_model, init_weights
 
 STORY = """\
 1 Lily is a frog.
@@ -660,6 +660,8 @@ def test_an_ensemble_stops_together_where_most_members_rules_say_stop(data, tmp_
     again = loaded(batch)
     assert loaded.halting == "together" and torch.equal(again.hops_used, r.hops_used)
     assert torch.allclose(again.logits, r.logits)
+    own = Ensemble(list(together.members))  # the same members, each on its own rule again
+    assert (own(batch).attention[:, 1:] == 0).all()  # the first member's hops: it stops after hop 1
 
 
 def test_the_halting_bias_starts_at_halt_init(data):

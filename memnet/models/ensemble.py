@@ -37,9 +37,9 @@ class Ensemble(nn.Module):
             raise ValueError(f"halting: expected one of {', '.join(HALTINGS)}, found {halting!r}")
         self.members = nn.ModuleList(members)
         self.halting = halting
-        if halting == "together":  # the ensemble's hops may go past a member's own
-            for member in self.members:
-                member.every_hop = True
+        for member in self.members:  # together: the ensemble's hops may go past a member's own
+            if hasattr(member, "every_hop"):
+                member.every_hop = halting == "together"
 
     @property
     def linear(self) -> bool:
