@@ -202,7 +202,7 @@ class WordReader(OwnDropout, nn.Module):
                 in_memory: Tensor) -> Tensor:
         """logits (B, A) with each set of list items' probability moved to the orders the open
         sentences give (see the module's docstring)."""
-        B, M, _ = story.shape
+        M = story.shape[1]
         gate = self.sentence_gates(opens, real_s, real_q)  # (B, M)
         open_ = (gate > 0) & in_memory  # (B, M)
         words = self.list_words  # (A, P)
@@ -212,14 +212,11 @@ class WordReader(OwnDropout, nn.Module):
         item = words > 0  # (A, P)
         known = ((oldest >= 0) | ~item).all(-1)  # (B, A) every item named by an open sentence
         older_first = ((oldest[..., :-1] > oldest[..., 1:]) | ~item[None, :, 1:]).all(-1)  # (B, A) each item named before the next
-        is_list = item[:, 1].expand(B, -1)  # (B, A) a list has a second item
-        agrees = ~is_list | (known & older_first)  # (B, A)
+        given = item[:, 1] & known & older_first  # (B, A) a list (a second item) in the order the facts give
         p = logits.exp()
-        mass = p @ self.list_sets  # (B, G) each set's probability
-        n = agrees.float() @ self.list_sets  # (B, G) how many of its orders agree
-        undecided = (~is_list | ~known).float() @ self.list_sets > 0  # (B, G) a set whose order the facts cannot tell
-        moved = torch.where(agrees, (mass / n.clamp(min=1)) @ self.list_sets.T, torch.zeros_like(p))
-        keep = ((n == 0) | undecided).float() @ self.list_sets.T > 0  # (B, A) classes of a set left as it was
+        n = given.float() @ self.list_sets  # (B, G) how many orders of each set the facts give
+        moved = torch.where(given, ((p @ self.list_sets) / n.clamp(min=1)) @ self.list_sets.T, torch.zeros_like(p))
+        keep = (n == 0).float() @ self.list_sets.T > 0  # (B, A) a set the facts give no order of stays as it was
         return torch.where(keep, p, moved).clamp(min=1e-30).log()
 
     def sentence_gates(self, opens: Tensor, real_s: Tensor, real_q: Tensor) -> Tensor:
