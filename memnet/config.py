@@ -95,7 +95,10 @@ class MemN2NConfig:
     # own from zero that the question alone trains: tied at the start, following A^1 as the memories
     # train it, with room to move apart (adjacent tying only)
     question_table: str = "tied"
-    masking: str = "off"  # visited-memory masking: off, hard or soft
+    # visited-memory masking: off; hard (no hop attends to a memory an earlier hop chose); soft (their
+    # scores lowered by a learned penalty, mask_init below); second (soft, and hop 2 may not attend
+    # to hop 1's choice at all: a 2-fact chain's second hop must move on, a later hop may return)
+    masking: str = "off"
     # how a hop's scores become its attention. softmax (the paper); stick: stick-breaking from the
     # most recent memory back, p_i = σ(score_i) Π_{j more recent} (1 - σ(score_j)), what is left
     # reading nothing, so that a hop takes the latest memory that matches ("where did John go
@@ -109,7 +112,7 @@ class MemN2NConfig:
     # this, the others at stick_init, so that each of alternate_init's two initialisations meets
     # both starts and the restart best on validation chooses (0: every restart at stick_init)
     stick_alternate: float = 0.0
-    mask_init: float = 0.0  # soft masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
+    mask_init: float = 0.0  # soft (and second) masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
     # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)
@@ -291,7 +294,7 @@ CHOICES = {
     "model.type": tuple(MODEL_TYPES),
     "model.encoding": ("bow", "pe", "mask"),
     "model.tying": ("adjacent", "layerwise"),
-    "model.masking": ("off", "hard", "soft"),
+    "model.masking": ("off", "hard", "soft", "second"),
     "model.answer_from": ("state", "readout", "question"),
     "model.answer_reads": ("all", "current", "product", "sum"),
     "model.halt_training": ("expected", "right", "right_last", "right_own"),

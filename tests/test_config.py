@@ -22,7 +22,7 @@ def test_defaults_yaml_and_overrides_round_trip(tmp_path):
     ("--model.temporal=maybe", "model.temporal: expected bool"),
     ("model.hops", "expected --section.key=value"),
     ("--nothing.at_all=1", "unknown config key 'nothing'"),
-    ("--model.masking=sometimes", "model.masking: expected one of off, hard, soft; found 'sometimes'"),
+    ("--model.masking=sometimes", "model.masking: expected one of off, hard, soft, second; found 'sometimes'"),
 ])
 def test_bad_overrides_name_the_key(override, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):

@@ -644,7 +644,7 @@ TRAIN_VALUES = [
     ("--train.epochs=0", "train.epochs: expected >= 1, found 0"),
     ("--train.device=tpu", "train.device: expected cpu, cuda, cuda:N or mps, found 'tpu'"),
     ("--train.device=cuda:7", "train.device: cuda:7 is not available here"),
-    ("--model.masking=sometimes", "model.masking: expected one of off, hard, soft; found 'sometimes'"),
+    ("--model.masking=sometimes", "model.masking: expected one of off, hard, soft, second; found 'sometimes'"),
     ("--model.layers=2", "model.layers: a setting of model.type transformer and universal, not of memn2n"),
 ]
 

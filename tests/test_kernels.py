@@ -70,6 +70,11 @@ COMBINATIONS = [
      "model.answer_hidden": 3, "model.answer_reads": "sum", "model.hops": 4, "train.attention_supervision": 0.7},
     {"model.stopping": True, "model.halt_training": "right_last", "model.halt_init": 0.0, "model.answer_hidden": 3,
      "model.answer_reads": "product", "model.masking": "hard"},
+    # masking second (hop 2 blocked from hop 1's choice, the rest soft) with right_last and both ideas' other settings
+    {"model.stopping": True, "model.halt_training": "right_last", "model.early_answers": 0.5, "model.halt_init": 0.0,
+     "model.masking": "second", "model.mask_init": -1.0, "model.answer_from": "question", "model.answer_hidden": 4,
+     "model.answer_reads": "current", "model.relative_time": 3, "model.relative_query": True,
+     "model.question_table": "offset", "model.attention": "mixed", "train.attention_supervision": 0.7},
     # right_own: the others' through their own hop alone, its input's gradient stopped
     {"model.stopping": True, "model.halt_training": "right_own", "model.early_answers": 0.7, "model.early_answers_hop1": 0.2,
      "model.halt_init": 0.0, "model.answer_from": "question", "model.masking": "soft", "model.answer_hidden": 4,

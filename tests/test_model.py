@@ -228,6 +228,25 @@ def test_hard_masking_never_reattends_a_chosen_memory(data):
     assert with_null(batch).attention[0, 3:].sum() == 0
 
 
+def test_second_masking_blocks_hop_1s_choice_at_hop_2_alone(data):
+    """masking second: hop 2 gives hop 1's choice exactly no weight; hop 3 may attend to it
+    again, its score lowered by the soft penalty (the same as soft masking gives hop 3)."""
+    _, vocab, batch = data
+    torch.manual_seed(0)
+    model = make(vocab, masking="second", hops=3, null_memory=False)
+    r = model(batch)
+    first = r.attention[:, 0].argmax(-1, keepdim=True)  # (3, 1) hop 1's choice
+    assert (r.attention[:, 1].gather(-1, first) == 0).all()
+    assert (r.attention[:, 2].gather(-1, first) > 0).all()
+    soft = make(vocab, masking="soft", hops=3, null_memory=False)
+    soft.load_state_dict(model.state_dict())
+    p_soft = soft(batch).attention
+    assert torch.allclose(r.attention[:, 0], p_soft[:, 0]) and not torch.allclose(r.attention[:, 1], p_soft[:, 1])
+    hard = make(vocab, masking="hard", hops=3, null_memory=False)
+    hard.load_state_dict({k: v for k, v in model.state_dict().items() if k != "log_penalty"})
+    assert torch.allclose(r.attention[:, 1], hard(batch).attention[:, 1])  # hop 2 as hard masking's
+
+
 def test_stopping_reports_hops_and_reasons(data):
     _, vocab, batch = data
     model = make(vocab, stopping=True, hops=3)

@@ -52,7 +52,7 @@ COVERS = {
     "model.encoding": ("bow", "pe"),
     "model.temporal": (True, False),
     "model.tying": ("adjacent", "layerwise"),
-    "model.masking": ("off", "hard", "soft"),
+    "model.masking": ("off", "hard", "soft", "second"),
     "model.answer_from": ("state", "readout", "question"),
     "model.null_memory": (True, False),
     "model.stopping": (True, False),
@@ -147,7 +147,9 @@ class Training:
         # the Batches scored again and again, by id, each kept alive beside its Questions so
         # that its id cannot be reused by another Batch
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
-        self.flags = (first.tying == "layerwise", first.masking == "hard", first.masking == "soft", first.null_memory,
+        # masking: 0 off or soft, 1 hard, 2 second (soft, and hop 2 blocked from hop 1's choice)
+        self.flags = (first.tying == "layerwise", {"hard": 1, "second": 2}.get(first.masking, 0),
+                      first.masking in ("soft", "second"), first.null_memory,
                       first.answer_from == "readout", first.answer_from == "question", first.stopping,
                       first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last", "right_own"), first.summed,
                       first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
@@ -1002,17 +1004,19 @@ def _hops(tables, u, reads, p, attends, visited, scores, H, penalty, rel, relq, 
     for hop in range(K):
         a_table, c_table = (1, 2) if layerwise else (hop, hop + 1)  # which tables are A and C
         if hop > 0:
-            attends[hop] = attends[hop - 1]
+            attends[hop] = attends[hop - 1] if masking == 1 else attends[0]
             visited[hop] = visited[hop - 1]
             if masking or soft:  # the memory the last hop chose (its argmax): blocked, or penalised
                 best, choice = 0.0, 0
                 for i in range(1, L + 1):
                     if p[hop - 1, i] > best:
                         best, choice = p[hop - 1, i], i
-                if masking:
+                if masking == 1:
                     attends[hop, choice] = False
                 elif choice > 0:
                     visited[hop, choice] = True
+                    if masking == 2 and hop == 1:  # second: hop 2 may not attend to hop 1's choice at all
+                        attends[hop, choice] = False
         # p_i = softmax_i(u^k · m_i) over the memories it may attend to, and the null memory (score 0)
         p[hop] = 0.0
         top = np.float32(0.0 if null else -np.inf)

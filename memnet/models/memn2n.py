@@ -47,7 +47,10 @@ The switches, each a field of memnet.config.MemN2NConfig:
   and read-out and the answer layer, and no earlier hop: hop 2's answer can teach hop 2 to find
   the answer (qa2 stops there) without pulling hop 1 away from the first fact of a longer chain (qa3).
 - masking: hop k cannot attend to a memory an earlier hop chose (its argmax): `hard` removes
-  those memories from the softmax, `soft` lowers their scores by a learned penalty e^x.
+  those memories from the softmax, `soft` lowers their scores by a learned penalty e^x, `second`
+  removes hop 1's choice from hop 2 and lowers the chosen memories' scores for the hops after it,
+  so that a chain's second hop must move on while a later hop may come back (a 1-fact question
+  answered by the last hop).
 - attention stick (mixed: σ(g_k) times it plus 1 - σ(g_k) times the softmax, g_k learned per hop
   from 0): stick-breaking instead of the softmax (and of linear start's p = score),
   from slot 0, the most recent memory, back: p_i = β_i Π_{j<i} (1 - β_j), β_i = σ(score_i),
@@ -151,7 +154,7 @@ class MemN2N(nn.Module):
         if stopping:
             self.halt_w = nn.Parameter(torch.zeros(dim))  # (d,) w_h
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
-        if masking == "soft":
+        if masking in ("soft", "second"):
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
         if self.mixed:
             self.stick_gate = nn.Parameter(torch.zeros(hops))  # (K,) g_k: hop k's stick-breaking share σ(g_k)
@@ -197,7 +200,7 @@ class MemN2N(nn.Module):
             if self.stopping:
                 self.halt_w.copy_(normal(d))
                 self.halt_b.fill_(self.halt_init)
-            if self.masking == "soft":
+            if self.masking in ("soft", "second"):
                 self.log_penalty.fill_(self.mask_init)
             if self.mixed:
                 self.stick_gate.fill_(self.stick_init if stick_start is None else stick_start)
@@ -284,7 +287,8 @@ class MemN2N(nn.Module):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             before = ps[-1] if k > 0 else None  # p^{k-1}
             score = self.hop_score(m, u, before, offsets, visited, k)  # (B, M)
-            allowed = real & ~visited if self.masking == "hard" else real  # (B, M)
+            blocked = self.masking == "hard" or (self.masking == "second" and k == 1)
+            allowed = real & ~visited if blocked else real  # (B, M)
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
             if own_hops:  # right_own: o^k again from the hop's input (u^k, p^{k-1}) with its gradient stopped
@@ -337,7 +341,7 @@ class MemN2N(nn.Module):
             if self.relative_query:
                 w = w + u @ self.relative_q[k - 1].T
             score = score + torch.einsum("bj,bij->bi", before, w.gather(1, offsets.flatten(1)).view(offsets.shape))
-        if self.masking == "soft":
+        if self.masking in ("soft", "second"):
             score = score - self.log_penalty.exp() * visited
         return score
 
