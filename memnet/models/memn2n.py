@@ -129,6 +129,7 @@ class MemN2N(nn.Module):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
+        self.penalised = masking in ("soft", "second")  # a learned penalty on the chosen memories' scores
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
@@ -154,7 +155,7 @@ class MemN2N(nn.Module):
         if stopping:
             self.halt_w = nn.Parameter(torch.zeros(dim))  # (d,) w_h
             self.halt_b = nn.Parameter(torch.zeros(1))  # (1,) b_h
-        if masking in ("soft", "second"):
+        if self.penalised:
             self.log_penalty = nn.Parameter(torch.zeros(1))  # (1,) a visited memory's score drops by e^x
         if self.mixed:
             self.stick_gate = nn.Parameter(torch.zeros(hops))  # (K,) g_k: hop k's stick-breaking share σ(g_k)
@@ -200,7 +201,7 @@ class MemN2N(nn.Module):
             if self.stopping:
                 self.halt_w.copy_(normal(d))
                 self.halt_b.fill_(self.halt_init)
-            if self.masking in ("soft", "second"):
+            if self.penalised:
                 self.log_penalty.fill_(self.mask_init)
             if self.mixed:
                 self.stick_gate.fill_(self.stick_init if stick_start is None else stick_start)
@@ -341,7 +342,7 @@ class MemN2N(nn.Module):
             if self.relative_query:
                 w = w + u @ self.relative_q[k - 1].T
             score = score + torch.einsum("bj,bij->bi", before, w.gather(1, offsets.flatten(1)).view(offsets.shape))
-        if self.masking in ("soft", "second"):
+        if self.penalised:
             score = score - self.log_penalty.exp() * visited
         return score
 
