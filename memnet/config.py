@@ -85,6 +85,12 @@ class MemN2NConfig:
     # between a pull that lets a 2-fact chain stop at hop 2 (qa2) and none, which leaves a 3-fact
     # chain's middle hop free (qa3) (-1: off, every restart at early_answers)
     early_alternate: float = -1.0
+    # restarts 4-7, 12-15, ... (restart s with s // 4 odd) mask as `second` does and train with
+    # halt_training right_last, the others as set (masking soft, halt_training right), so that the
+    # restart best on validation chooses per task between the early answers steering the hops (a
+    # 1-fact yes/no question, counting) and a chain whose middle hop must move on (qa3). Which one a
+    # restart took is in its weights (a `second` entry of its state), so its checkpoint answers as it trained
+    second_alternate: bool = False
     # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
     # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
     # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
@@ -456,6 +462,12 @@ def check(cfg: Config) -> Config:
                           f"model.answer_from question or readout (found {model.answer_from}) and, with an answer module, "
                           f"model.answer_reads current or product (found {model.answer_reads}): else hop k's answer "
                           "reads the earlier hops' states directly")
+    if isinstance(model, MemN2NConfig) and model.second_alternate and not (
+            model.masking == "soft" and model.stopping and model.halt_training == "right" and model.early_alternate == -1):
+        raise ConfigError("model.second_alternate: restarts 4-7 switch soft masking to second and halt_training right "
+                          "to right_last; it needs model.masking soft, model.stopping true, model.halt_training right "
+                          f"and model.early_alternate -1 (which alternates restarts 4-7 too), found {model.masking}, "
+                          f"{str(model.stopping).lower()}, {model.halt_training} and {model.early_alternate}")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")

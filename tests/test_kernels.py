@@ -213,6 +213,34 @@ def test_each_restart_trains_its_early_answers_at_its_own_weight(kernel):
         config.load(None, {"model.early_alternate": -0.5})
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_a_restart_switched_to_second_masking_trains_and_answers_as_the_reference(kernel):
+    """model.second_alternate: restarts 4-7 mask as `second` and train with right_last; side by side
+    with restart 3 (soft, right), the kernel trains and answers each as the reference does."""
+    overrides = {"model.stopping": True, "model.halt_training": "right", "model.halt_init": 0.0,
+                 "model.masking": "soft", "model.second_alternate": True, "model.answer_from": "question",
+                 "model.early_answers": 0.3, "model.answer_hidden": 4, "model.answer_reads": "current",
+                 "model.relative_time": 2, "model.relative_query": True, "model.attention": "mixed"}
+    cfg, batch, models = setup(overrides, seeds=5)
+    models = [models[3], models[4]]
+    assert [float(m.second) for m in models] == [0.0, 1.0]
+    assert [m.halt_training for m in models] == ["right", "right_last"]
+    idx = torch.tensor([[2, 0, 1], [2, 0, 1]])  # the same questions: only the switch tells the seeds apart
+    fast = kernel.Training(models, batch, max_grad_norm=40.0)
+    losses = fast.epoch(idx.numpy(), batch.time.expand(2, 3, -1).numpy()[:, idx[0]], 0.05, 3, False)
+    for s, model in enumerate(models):
+        rows = batch.index(idx[s])
+        loss = model(rows).loss
+        loss.backward()
+        sgd_step(model, lr=0.05, max_norm=40.0)
+        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
+        for name, value in model.state_dict().items():
+            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
+        with torch.no_grad():
+            assert fast.predict(batch)[s].tolist() == predict(model, batch).logits.argmax(-1).tolist()
+    assert float(fast.state_dict(1)["second"]) == 1.0
+
+
 @pytest.mark.parametrize("linear", [False, True])
 @pytest.mark.parametrize("kernel,overrides", CASES, ids=IDS)
 def test_its_answers_are_the_reference_answers(kernel, overrides, linear, questions):

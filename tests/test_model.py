@@ -247,6 +247,35 @@ def test_second_masking_blocks_hop_1s_choice_at_hop_2_alone(data):
     assert torch.allclose(r.attention[:, 1], hard(batch).attention[:, 1])  # hop 2 as hard masking's
 
 
+def test_second_alternate_switches_restarts_4_to_7_and_their_weights_keep_it(data, tmp_path):
+    """model.second_alternate: restarts 4-7 mask as `second` and train with right_last, the others
+    as set (soft, right); the switch is in each restart's state, so a checkpoint of a switched
+    restart answers as it did, and the config refuses it beside anything but soft masking and right."""
+    _, vocab, batch = data
+    both = dict(stopping=True, halt_training="right", masking="soft", null_memory=False, hops=3,
+                second_alternate=True)
+    models = [make(vocab, seed, **both) for seed in range(8)]
+    assert [float(m.second) for m in models] == [0.0] * 4 + [1.0] * 4
+    assert [m.halt_training for m in models] == ["right"] * 4 + ["right_last"] * 4
+    plain = make(vocab, 5, **{**both, "second_alternate": False})
+    assert "second" not in plain.state_dict()  # no switch: the state is soft masking's as before
+    assert all(torch.equal(v, plain.state_dict()[k]) for k, v in models[5].state_dict().items() if k != "second")
+    switched, unswitched = models[5](batch), plain(batch)
+    first = switched.attention[:, 0].argmax(-1, keepdim=True)  # (3, 1) hop 1's choice
+    assert (switched.attention[:, 1].gather(-1, first) == 0).all()
+    assert (unswitched.attention[:, 1].gather(-1, first) > 0).all()
+    second = make(vocab, 5, **{**both, "second_alternate": False, "masking": "second"})
+    assert torch.equal(switched.attention, second(batch).attention)  # as masking second
+    cfg = config(**both)
+    checkpoint.save(tmp_path / "model.pt", models[5], cfg, vocab, step=1, best_metric=0.5)
+    loaded, _, _, _ = checkpoint.load(tmp_path / "model.pt")
+    assert loaded.blocks_hop2 and torch.equal(loaded(batch).attention, switched.attention)
+    with pytest.raises(ConfigError, match="model.second_alternate"):
+        config(**{**both, "masking": "second"})
+    with pytest.raises(ConfigError, match="model.second_alternate"):
+        config(**{**both, "early_alternate": 0.0})
+
+
 def test_stopping_reports_hops_and_reasons(data):
     _, vocab, batch = data
     model = make(vocab, stopping=True, hops=3)

@@ -53,6 +53,7 @@ COVERS = {
     "model.temporal": (True, False),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft", "second"),
+    "model.second_alternate": ANY,  # tests/test_kernels.py: a switched restart beside one not switched
     "model.answer_from": ("state", "readout", "question"),
     "model.null_memory": (True, False),
     "model.stopping": (True, False),
@@ -140,6 +141,9 @@ class Training:
         self.relative_q = zeros((S, max(self.K - 1, 0), *query), np.float32)
         # question_table own: the question's table B apart from A^1; else (1, 1) of zeros that no loop reads
         self.question_table = zeros((S, V, self.d) if first.question_table is not None else (S, 1, 1), np.float32)
+        # masking second per seed where model.second_alternate switches it (the models' `second`)
+        self.second = zeros((S,), np.float32)
+        self.halt_training = [m.halt_training for m in models]  # each restart's (model.second_alternate: not all alike)
         for s, model in enumerate(models):
             self.load_state_dict(s, model.state_dict())
         self.answer_bag = first.answer_bag.numpy()  # (A, V) the words of each answer class
@@ -147,13 +151,17 @@ class Training:
         # the Batches scored again and again, by id, each kept alive beside its Questions so
         # that its id cannot be reused by another Batch
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
+
+    def flags(self, s: int) -> tuple:
+        """Seed s's switches, as the compiled loops take them (after linear start's)."""
+        m, halt = self.model, self.halt_training[s]
         # masking: 0 off or soft, 1 hard, 2 second (soft, and hop 2 blocked from hop 1's choice)
-        self.flags = (first.tying == "layerwise", {"hard": 1, "second": 2}.get(first.masking, 0),
-                      first.masking in ("soft", "second"), first.null_memory,
-                      first.answer_from == "readout", first.answer_from == "question", first.stopping,
-                      first.answer_reads == "product", first.stopping and first.halt_training in ("right", "right_last", "right_own"), first.summed,
-                      first.stopping and first.halt_training == "right_last", first.answer_rows == "own",
-                      first.question_table is not None, first.question_offset, first.stick, first.mixed, first.own_hops)
+        masking = 2 if m.masking == "second" or self.second[s] else {"hard": 1}.get(m.masking, 0)
+        return (m.tying == "layerwise", masking, m.masking in ("soft", "second"), m.null_memory,
+                m.answer_from == "readout", m.answer_from == "question", m.stopping,
+                m.answer_reads == "product", m.stopping and halt in ("right", "right_last", "right_own"), m.summed,
+                m.stopping and halt == "right_last", m.answer_rows == "own",
+                m.question_table is not None, m.question_offset, m.stick, m.mixed, m.own_hops)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -165,7 +173,8 @@ class Training:
                             ("log_penalty", self.log_penalty), ("answer_in", self.answer_in),
                             ("answer_in_b", self.answer_in_b), ("answer_out", self.answer_out),
                             ("relative", self.relative), ("relative_q", self.relative_q), ("sum_bias", self.sum_bias),
-                            ("stick_gate", self.stick_gate), ("question_table", self.question_table)):
+                            ("stick_gate", self.stick_gate), ("question_table", self.question_table),
+                            ("second", self.second)):
             if name in state:
                 array[s] = state[name].numpy().reshape(array[s].shape)
 
@@ -194,7 +203,7 @@ class Training:
             hyper = (np.float32(lr), np.float32(m.halt_cost), np.float32(m.attention_supervision),
                      np.float32(self.max_grad_norm), np.float32(self.early[s]), np.float32(m.halt_threshold),
                      np.float32(m.early_answers_hop1))
-            return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags),
+            return _seed_epoch(self._params(s), self.answer_bag, batches, order[s], ages[s], batch_size, (linear, *self.flags(s)),
                                hyper, self.K, self.d)
 
         return np.array(self._each_seed(seed_epoch))
@@ -212,7 +221,7 @@ class Training:
 
         def seed_predict(s: int) -> tuple[np.ndarray, np.ndarray]:
             return _seed_predict(self._params(s), self.answer_bag, q.words, q.coef, q.n_words, q.length, q.ages,
-                                 (linear, *self.flags), threshold, confidence, self.K, self.d)
+                                 (linear, *self.flags(s)), threshold, confidence, self.K, self.d)
 
         answers, hops = zip(*self._each_seed(seed_predict))
         return np.stack(answers), np.stack(hops)

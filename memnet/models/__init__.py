@@ -40,6 +40,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                       answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
                       early_answers_hop1=m.early_answers_hop1,
                       answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention, stick_init=m.stick_init,
+                      second_switch=m.second_alternate,
                       attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, TransformerConfig):
         return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
@@ -77,7 +78,9 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
     so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper;
     with model.stick_alternate, restarts 2, 3, 6, 7, ... start mixed attention's gates that much
     away from model.stick_init; with model.early_alternate, restarts 4-7, 12-15, ... train the later
-    hops' early answers at that weight (the model's early_answers)."""
+    hops' early answers at that weight (the model's early_answers); with model.second_alternate,
+    restarts 4-7, 12-15, ... mask as `second` (in the weights: the model's `second`) and train with
+    halt_training right_last."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
     if not isinstance(m, MemN2NConfig):
@@ -86,6 +89,10 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
     stick = m.stick_init + (m.stick_alternate if (seed // 2) % 2 == 1 else 0.0)
     if m.early_alternate >= 0:
         model.early_answers = m.early_alternate if (seed // 4) % 2 == 1 else m.early_answers
+    if m.second_alternate:
+        alternate = (seed // 4) % 2 == 1
+        model.second.fill_(float(alternate))
+        model.halt_training = "right_last" if alternate else m.halt_training
     if m.alternate_init and seed % 2 == 1:
         model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False, stick_start=stick)
     else:

@@ -51,6 +51,8 @@ The switches, each a field of memnet.config.MemN2NConfig:
   removes hop 1's choice from hop 2 and lowers the chosen memories' scores for the hops after it,
   so that a chain's second hop must move on while a later hop may come back (a 1-fact question
   answered by the last hop).
+  With second_switch (model.second_alternate) the model keeps a `second` entry in its state: 1
+  where this restart masks as `second` although `masking` says soft.
 - attention stick (mixed: σ(g_k) times it plus 1 - σ(g_k) times the softmax, g_k learned per hop
   from 0): stick-breaking instead of the softmax (and of linear start's p = score),
   from slot 0, the most recent memory, back: p_i = β_i Π_{j<i} (1 - β_j), β_i = σ(score_i),
@@ -125,7 +127,7 @@ class MemN2N(nn.Module):
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
                  halt_training: str = "expected", early_answers: float = 0.05, early_answers_hop1: float = -1.0,
                  answer_rows: str = "last", question_table: str = "tied", halt_confidence: float = 0.0,
-                 attention: str = "softmax", stick_init: float = 0.0):
+                 attention: str = "softmax", stick_init: float = 0.0, second_switch: bool = False):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
@@ -177,7 +179,15 @@ class MemN2N(nn.Module):
                 answer_bag[a, w] += 1.0
         self.register_buffer("answer_bag", answer_bag, persistent=False)
         self.register_buffer("e", torch.arange(1, dim + 1) / dim, persistent=False)  # (d,) e_k = k/d
+        # second_switch (model.second_alternate): 1 where this restart masks as `second` (its state
+        # keeps it, so the weights answer as they trained); None: the masking is `masking`'s alone
+        self.register_buffer("second", torch.zeros(()) if second_switch else None)
         self.reset_parameters(torch.Generator().manual_seed(0))
+
+    @property
+    def blocks_hop2(self) -> bool:
+        """Whether hop 2 may not attend to hop 1's choice (masking second, or a switched restart)."""
+        return self.masking == "second" or (self.second is not None and bool(self.second))
 
     def reset_parameters(self, generator: torch.Generator, std: float = 0.1, temporal_zero: bool = False,
                          stick_start: float | None = None) -> None:
@@ -288,7 +298,7 @@ class MemN2N(nn.Module):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             before = ps[-1] if k > 0 else None  # p^{k-1}
             score = self.hop_score(m, u, before, offsets, visited, k)  # (B, M)
-            blocked = self.masking == "hard" or (self.masking == "second" and k == 1)
+            blocked = self.masking == "hard" or (self.blocks_hop2 and k == 1)
             allowed = real & ~visited if blocked else real  # (B, M)
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
