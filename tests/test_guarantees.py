@@ -587,6 +587,8 @@ def test_a_format_1_checkpoint_of_an_unknown_model_type_is_named(tmp_path):
     ({}, (3, "memn2n, 3 hops, d=20, pe, stopping off, masking off")),
     ({"model.stopping": True, "model.masking": "hard", "model.hops": 4, "model.dim": 8, "model.encoding": "bow"},
      (4, "memn2n, 4 hops, d=8, bow, stopping on, masking hard")),
+    ({"model.stopping": True, "model.masking": "soft", "model.halt_training": "right", "model.second_alternate": True},
+     (3, "memn2n, 3 hops, d=20, pe, stopping on, masking soft (second on restarts 4-7)")),
     ({"model.type": "transformer"}, (2, "transformer, 2 layers, d=20, 2 heads, pe, halting off")),
     ({"model.type": "universal", "model.layers": 3, "model.stopping": True},
      (3, "universal, 3 layers, d=20, 2 heads, pe, halting stopping per question")),
