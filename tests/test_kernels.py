@@ -186,6 +186,23 @@ def test_a_step_is_the_reference_step(kernel, overrides, linear):
             assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
 
 
+def side_by_side(kernel, models, batch):
+    """Two restarts trained one step on the same three questions, by the kernel side by side and by
+    the reference one at a time, so that only their own settings tell them apart; asserts that
+    each restart's loss and weights agree. The kernel's Training and its losses."""
+    idx = torch.tensor([[2, 0, 1], [2, 0, 1]])
+    fast = kernel.Training(models, batch, max_grad_norm=40.0)
+    losses = fast.epoch(idx.numpy(), batch.time.expand(2, 3, -1).numpy()[:, idx[0]], 0.05, 3, False)
+    for s, model in enumerate(models):
+        loss = model(batch.index(idx[s])).loss
+        loss.backward()
+        sgd_step(model, lr=0.05, max_norm=40.0)
+        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
+        for name, value in model.state_dict().items():
+            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
+    return fast, losses
+
+
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_each_restart_trains_its_early_answers_at_its_own_weight(kernel):
     """model.early_alternate: restarts 4-7 train the later hops' early answers at its weight, the
@@ -196,19 +213,8 @@ def test_each_restart_trains_its_early_answers_at_its_own_weight(kernel):
     cfg, batch, models = setup(overrides, seeds=8)
     assert [m.early_answers for m in models] == [0.6] * 4 + [0.0] * 4
     assert {m.early_answers_hop1 for m in models} == {0.1}
-    models = [models[3], models[4]]
-    idx = torch.tensor([[2, 0, 1], [2, 0, 1]])  # the same questions: only the weight tells the seeds apart
-    fast = kernel.Training(models, batch, max_grad_norm=40.0)
-    losses = fast.epoch(idx.numpy(), batch.time.expand(2, 3, -1).numpy()[:, idx[0]], 0.05, 3, False)
+    _, losses = side_by_side(kernel, [models[3], models[4]], batch)
     assert losses[0] != pytest.approx(losses[1], rel=1e-3)
-    for s, model in enumerate(models):
-        rows = batch.index(idx[s])
-        loss = model(rows).loss
-        loss.backward()
-        sgd_step(model, lr=0.05, max_norm=40.0)
-        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
-        for name, value in model.state_dict().items():
-            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
     with pytest.raises(ConfigError, match="model.early_alternate"):
         config.load(None, {"model.early_alternate": -0.5})
 
@@ -225,19 +231,9 @@ def test_a_restart_switched_to_second_masking_trains_and_answers_as_the_referenc
     models = [models[3], models[4]]
     assert [float(m.second) for m in models] == [0.0, 1.0]
     assert [m.halt_training for m in models] == ["right", "right_last"]
-    idx = torch.tensor([[2, 0, 1], [2, 0, 1]])  # the same questions: only the switch tells the seeds apart
-    fast = kernel.Training(models, batch, max_grad_norm=40.0)
-    losses = fast.epoch(idx.numpy(), batch.time.expand(2, 3, -1).numpy()[:, idx[0]], 0.05, 3, False)
+    fast, _ = side_by_side(kernel, models, batch)
     for s, model in enumerate(models):
-        rows = batch.index(idx[s])
-        loss = model(rows).loss
-        loss.backward()
-        sgd_step(model, lr=0.05, max_norm=40.0)
-        assert losses[s] == pytest.approx(float(loss.detach()), rel=1e-5)
-        for name, value in model.state_dict().items():
-            assert torch.allclose(fast.state_dict(s)[name], value, atol=1e-6), name
-        with torch.no_grad():
-            assert fast.predict(batch)[s].tolist() == predict(model, batch).logits.argmax(-1).tolist()
+        assert fast.predict(batch)[s].tolist() == predict(model, batch).logits.argmax(-1).tolist()
     assert float(fast.state_dict(1)["second"]) == 1.0
 
 
