@@ -298,7 +298,7 @@ class MemN2N(nn.Module):
             m, c = memories[self.table(k, "A")], memories[self.table(k, "C")]  # (B, M, d) m_i, c_i
             before = ps[-1] if k > 0 else None  # p^{k-1}
             score = self.hop_score(m, u, before, offsets, visited, k)  # (B, M)
-            blocked = self.masking == "hard" or (self.blocks_hop2 and k == 1)
+            blocked = self.masking == "hard" or (k == 1 and self.blocks_hop2)
             allowed = real & ~visited if blocked else real  # (B, M)
             p = self.attend(score, allowed, k)  # (B, M) p_i
             o = torch.einsum("bm,bmd->bd", p, c)  # (B, d) o^k = Σ_i p_i c_i
