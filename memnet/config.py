@@ -119,6 +119,11 @@ class MemN2NConfig:
     # both starts and the restart best on validation chooses (0: every restart at stick_init)
     stick_alternate: float = 0.0
     mask_init: float = 0.0  # soft (and second) masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
+    # soft (and second) masking's penalty during linear start too. There p_i is the score itself, so
+    # lowering a chosen memory's score by e^x does not lower its share: it reads -e^x times that
+    # memory's output into o^k, whatever the hop's scores are. false: no penalty until the softmax
+    # comes in (second's hop 2 stays blocked from hop 1's choice either way)
+    mask_linear_start: bool = True
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
     # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)

@@ -247,6 +247,30 @@ def test_second_masking_blocks_hop_1s_choice_at_hop_2_alone(data):
     assert torch.allclose(r.attention[:, 1], hard(batch).attention[:, 1])  # hop 2 as hard masking's
 
 
+def test_without_mask_linear_start_soft_masking_waits_for_the_softmax(data):
+    """During linear start p_i is the score itself, so soft masking's penalty would read -e^x of a
+    chosen memory; with mask_linear_start false the hops there attend as without masking, and
+    after linear start as soft masking does."""
+    _, vocab, batch = data
+    waits = make(vocab, masking="soft", hops=3, mask_init=1.0, mask_linear_start=False)
+    always = make(vocab, masking="soft", hops=3, mask_init=1.0)
+    unmasked = make(vocab, hops=3)
+    always.load_state_dict(waits.state_dict())
+    unmasked.load_state_dict({k: v for k, v in waits.state_dict().items() if k != "log_penalty"})
+    for model in (waits, always, unmasked):
+        model.linear = True
+    p = waits(batch).attention
+    assert torch.allclose(p, unmasked(batch).attention)
+    assert not torch.allclose(p[:, 1:], always(batch).attention[:, 1:])
+    loss = waits(batch).loss
+    loss.backward()
+    assert waits.log_penalty.grad is None and waits.tables.grad is not None  # nothing for the penalty to learn there
+    for model in (waits, always):
+        model.linear = False
+    assert torch.allclose(waits(batch).attention, always(batch).attention)
+    assert not torch.allclose(waits(batch).attention[:, 1:], unmasked(batch).attention[:, 1:])
+
+
 def test_second_alternate_switches_restarts_4_to_7_and_their_weights_keep_it(data, tmp_path):
     """model.second_alternate: restarts 4-7 mask as `second` and train with right_last, the others
     as set (soft, right); the switch is in each restart's state, so a checkpoint of a switched

@@ -68,6 +68,7 @@ COVERS = {
     "model.early_answers": ANY,
     "model.early_answers_hop1": ANY,
     "model.mask_init": ANY,
+    "model.mask_linear_start": (True, False),
     "model.stick_init": ANY,
     "model.relative_time": ANY,
     "model.relative_query": (True, False),
@@ -153,7 +154,8 @@ class Training:
         self.questions: dict[int, tuple[Batch, Questions]] = {id(data): (data, self.data)}
 
     def flags(self, s: int) -> tuple:
-        """Seed s's switches, as the compiled loops take them (after linear start's)."""
+        """Seed s's switches, as the compiled loops take them (after linear start's). The last:
+        soft masking's penalty during linear start (model.mask_linear_start)."""
         m, halt = self.model, self.halt_training[s]
         # masking: 0 off or soft, 1 hard, 2 second (soft, and hop 2 blocked from hop 1's choice)
         masking = 2 if m.masking == "second" or self.second[s] else {"hard": 1}.get(m.masking, 0)
@@ -161,7 +163,7 @@ class Training:
                 m.answer_from == "readout", m.answer_from == "question", m.stopping,
                 m.answer_reads == "product", m.stopping and halt in ("right", "right_last", "right_own"), m.summed,
                 m.stopping and halt == "right_last", m.answer_rows == "own",
-                m.question_table is not None, m.question_offset, m.stick, m.mixed, m.own_hops)
+                m.question_table is not None, m.question_offset, m.stick, m.mixed, m.own_hops, m.mask_linear_start)
 
     def load_state_dict(self, s: int, state: dict[str, torch.Tensor]) -> None:
         """Seed s's arrays from a reference model's state_dict."""
@@ -263,7 +265,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
-        stick, mixed, own_hops = flags
+        stick, mixed, own_hops, linear_penalty = flags
     lr, halt_cost, supervision, max_norm, early, threshold, early_hop1 = hyper
     M1, Td, n_answers = words.shape[1], emb.shape[1], answer_bag.shape[0]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -315,7 +317,8 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_own_b[:] = 0.0
         g_mix[:] = 0.0
         _answer_rows(W, emb, answer_bag, own)
-        penalty = np.exp(log_penalty[0])
+        # soft masking's e^x (none during linear start without model.mask_linear_start)
+        penalty = np.exp(log_penalty[0]) if linear_penalty or not linear else np.float32(0.0)
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
             q = order[b]
@@ -1112,7 +1115,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     under halt_confidence, to the next hop whose h_k passes the threshold)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, sum_b, own_b, mix = params
     linear, layerwise, masking, soft, null, readout, asked, stopping, product, right, summed, last, own, own_q, offset, \
-        stick, mixed, own_hops = flags
+        stick, mixed, own_hops, linear_penalty = flags
     N, M1 = words.shape[0], words.shape[1]
     Td = emb.shape[1]
     e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
@@ -1124,7 +1127,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
     attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
-    penalty = np.exp(log_penalty[0])
+    penalty = np.exp(log_penalty[0]) if linear_penalty or not linear else np.float32(0.0)
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     parts = np.zeros((2, K, M1) if mixed else (2, 1, 1), np.float32)  # attention mixed: its two distributions
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads

@@ -36,7 +36,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Modul
                       dim=m.dim, hops=m.hops, encoding=m.encoding, temporal=m.temporal, tying=m.tying,
                       masking=m.masking, answer_from=m.answer_from, null_memory=m.null_memory, stopping=m.stopping,
                       halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_confidence=m.halt_confidence,
-                      halt_init=m.halt_init, mask_init=m.mask_init,
+                      halt_init=m.halt_init, mask_init=m.mask_init, mask_linear_start=m.mask_linear_start,
                       answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
                       early_answers_hop1=m.early_answers_hop1,
                       answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention, stick_init=m.stick_init,

@@ -50,7 +50,8 @@ The switches, each a field of memnet.config.MemN2NConfig:
   those memories from the softmax, `soft` lowers their scores by a learned penalty e^x, `second`
   removes hop 1's choice from hop 2 and lowers the chosen memories' scores for the hops after it,
   so that a chain's second hop must move on while a later hop may come back (a 1-fact question
-  answered by the last hop).
+  answered by the last hop). mask_linear_start false: no penalty during linear start, where p_i
+  is the score itself and a lowered score would read -e^x times the chosen memory.
   With second_switch (model.second_alternate) the model keeps a `second` entry in its state: 1
   where this restart masks as `second` although `masking` says soft.
 - attention stick (mixed: σ(g_k) times it plus 1 - σ(g_k) times the softmax, g_k learned per hop
@@ -127,11 +128,13 @@ class MemN2N(nn.Module):
                  relative_time: int = 0, relative_query: bool = False, attention_supervision: float = 0.0,
                  halt_training: str = "expected", early_answers: float = 0.05, early_answers_hop1: float = -1.0,
                  answer_rows: str = "last", question_table: str = "tied", halt_confidence: float = 0.0,
-                 attention: str = "softmax", stick_init: float = 0.0, second_switch: bool = False):
+                 attention: str = "softmax", stick_init: float = 0.0, second_switch: bool = False,
+                 mask_linear_start: bool = True):
         super().__init__()
         self.dim, self.hops, self.memory_size = dim, hops, memory_size
         self.encoding, self.tying, self.masking, self.answer_from = encoding, tying, masking, answer_from
         self.penalised = masking in ("soft", "second")  # a learned penalty on the chosen memories' scores
+        self.mask_linear_start = mask_linear_start  # that penalty during linear start too
         self.null_memory, self.stopping, self.halt_cost, self.halt_threshold = null_memory, stopping, halt_cost, halt_threshold
         self.attention_supervision, self.halt_init, self.mask_init = attention_supervision, halt_init, mask_init
         self.answer_hidden, self.answer_reads, self.relative_time = answer_hidden, answer_reads, relative_time
@@ -352,7 +355,7 @@ class MemN2N(nn.Module):
             if self.relative_query:
                 w = w + u @ self.relative_q[k - 1].T
             score = score + torch.einsum("bj,bij->bi", before, w.gather(1, offsets.flatten(1)).view(offsets.shape))
-        if self.penalised:
+        if self.penalised and (self.mask_linear_start or not self.linear):
             score = score - self.log_penalty.exp() * visited
         return score
 
