@@ -317,8 +317,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         g_own_b[:] = 0.0
         g_mix[:] = 0.0
         _answer_rows(W, emb, answer_bag, own)
-        # soft masking's e^x (none during linear start without model.mask_linear_start)
-        penalty = np.exp(log_penalty[0]) if linear_penalty or not linear else np.float32(0.0)
+        penalty = _penalty(log_penalty, linear, linear_penalty)
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
             q = order[b]
@@ -391,6 +390,13 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
                 _summands_backward(g_emb, g_third, gates, summands, attends, words[q], coef[q], n_words[q], e, L, layerwise)
         _sgd(params, grads, answer_bag, aged, lr, max_norm, own)
     return total
+
+
+@numba.njit(**JIT, inline="always")
+def _penalty(log_penalty, linear, linear_penalty):
+    """Soft masking's e^x on a chosen memory's score; none during linear start without
+    model.mask_linear_start (there p_i is the score itself)."""
+    return np.exp(log_penalty[0]) if linear_penalty or not linear else np.float32(0.0)
 
 
 @numba.njit(**JIT, inline="always")
@@ -1127,7 +1133,7 @@ def _seed_predict(params, answer_bag, words, coef, n_words, length, ages, flags,
     p, scores = np.empty((K, M1), np.float32), np.empty((K, M1), np.float32)
     attends, visited = np.empty((K, M1), np.bool_), np.empty((K, M1), np.bool_)
     u, reads = np.empty((K + 1, d), np.float32), np.empty((K, d), np.float32)
-    penalty = np.exp(log_penalty[0]) if linear_penalty or not linear else np.float32(0.0)
+    penalty = _penalty(log_penalty, linear, linear_penalty)
     wq = np.zeros((K, rel.shape[1]), np.float32)  # hop k's pointer weights
     parts = np.zeros((2, K, M1) if mixed else (2, 1, 1), np.float32)  # attention mixed: its two distributions
     states = reads if readout else np.empty((K, d), np.float32) if asked else u[1:]  # (K, d) what â_k reads
