@@ -91,6 +91,12 @@ class MemN2NConfig:
     # 1-fact yes/no question, counting) and a chain whose middle hop must move on (qa3). Which one a
     # restart took is in its weights (a `second` entry of its state), so its checkpoint answers as it trained
     second_alternate: bool = False
+    # with second_alternate: the weight of the later hops' early answers in the restarts it leaves
+    # soft (0-3, 8-11, ...), where those answers steer the hops (hop 1's stays early_answers_hop1).
+    # The switched restarts keep early_answers, which trains their answer layer alone, and a 2-fact
+    # chain that stops at hop 2 (qa2) can take one of them; 0 leaves a 3-fact chain's middle hop
+    # in the soft restarts free of the pull (qa3) (-1: early_answers, as every restart before)
+    second_alternate_pull: float = -1.0
     # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
     # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
     # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
@@ -343,6 +349,8 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.early_answers_hop1": ("-1 (as model.early_answers) or a finite number >= 0",
                                  _finite(lambda v: v >= 0 or v == -1)),
     "model.early_alternate": ("-1 (off) or a finite number >= 0", _finite(lambda v: v >= 0 or v == -1)),
+    "model.second_alternate_pull": ("-1 (as model.early_answers) or a finite number >= 0",
+                                    _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_alternate": ("a finite number", _finite(lambda v: True)),
@@ -473,6 +481,10 @@ def check(cfg: Config) -> Config:
                           "to right_last; it needs model.masking soft, model.stopping true, model.halt_training right "
                           f"and model.early_alternate -1 (which alternates restarts 4-7 too), found {model.masking}, "
                           f"{str(model.stopping).lower()}, {model.halt_training} and {model.early_alternate}")
+    if isinstance(model, MemN2NConfig) and model.second_alternate_pull != -1 and not model.second_alternate:
+        raise ConfigError(f"model.second_alternate_pull: {model.second_alternate_pull} weighs the later hops' early answers "
+                          "in the restarts model.second_alternate leaves soft; it needs model.second_alternate true, "
+                          "found false")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")

@@ -300,6 +300,27 @@ def test_second_alternate_switches_restarts_4_to_7_and_their_weights_keep_it(dat
         config(**{**both, "early_alternate": 0.0})
 
 
+def test_second_alternate_pull_weighs_the_later_answers_of_the_restarts_left_soft(data):
+    """model.second_alternate_pull: the restarts second_alternate leaves soft (0-3, 8, 9) train the
+    later hops' early answers at its weight, the switched ones (4-7) keep early_answers; hop 1's
+    stays early_answers_hop1. A soft restart at 0 trains as one with early_answers 0."""
+    _, vocab, batch = data
+    both = dict(stopping=True, halt_training="right", masking="soft", null_memory=False, hops=3, halt_init=0.0,
+                second_alternate=True, early_answers=0.3, early_answers_hop1=0.1)
+    models = [make(vocab, seed, **both, second_alternate_pull=0.0) for seed in range(10)]
+    assert [m.early_answers for m in models] == [0.0] * 4 + [0.3] * 4 + [0.0] * 2
+    assert {m.early_answers_hop1 for m in models} == {0.1}
+    assert [m.early_answers for m in (make(vocab, seed, **both) for seed in (0, 4))] == [0.3, 0.3]  # -1: as before
+    free = make(vocab, 0, **{**both, "second_alternate": False, "early_answers": 0.0})
+    pulled = make(vocab, 0, **{**both, "second_alternate": False})
+    assert models[0](batch).loss.item() == pytest.approx(free(batch).loss.item(), rel=1e-6)
+    assert models[0](batch).loss.item() != pytest.approx(pulled(batch).loss.item(), rel=1e-3)
+    with pytest.raises(ConfigError, match="model.second_alternate_pull"):
+        config(**{**both, "second_alternate": False}, second_alternate_pull=0.0)
+    with pytest.raises(ConfigError, match="model.second_alternate_pull"):
+        config(**both, second_alternate_pull=-0.5)
+
+
 def test_stopping_reports_hops_and_reasons(data):
     _, vocab, batch = data
     model = make(vocab, stopping=True, hops=3)

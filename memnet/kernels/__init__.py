@@ -22,7 +22,7 @@ ANY = "any value"
 LOOP = {
     "data.dir", "data.task", "data.valid_fraction",
     "model.init_std", "model.temporal_zero_init", "model.alternate_init", "model.stick_alternate",
-    "model.early_alternate",
+    "model.early_alternate", "model.second_alternate_pull",
     "train.epochs", "train.lr", "train.lr_decay_every", "train.linear_start_epochs", "train.linear_start_lr",
     "train.random_noise", "train.restarts", "train.restart_choice", "train.hop_cost", "train.last_hop_cost", "train.ensemble", "train.ensemble_members", "train.ensemble_halting", "train.seed", "train.eval_every", "train.joint_dim", "train.joint_epochs",
     "train.joint_lr_decay_every", "train.joint_answer_from", "train.joint_relative_time",

@@ -80,7 +80,8 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
     away from model.stick_init; with model.early_alternate, restarts 4-7, 12-15, ... train the later
     hops' early answers at that weight (the model's early_answers); with model.second_alternate,
     restarts 4-7, 12-15, ... mask as `second` (in the weights: the model's `second`) and train with
-    halt_training right_last."""
+    halt_training right_last, and with model.second_alternate_pull the others train the later hops'
+    early answers at that weight."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
     m = cfg.model
     if not isinstance(m, MemN2NConfig):
@@ -93,6 +94,8 @@ def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Gene
         alternate = (seed // 4) % 2 == 1
         model.second.fill_(float(alternate))
         model.halt_training = "right_last" if alternate else m.halt_training
+        if not alternate and m.second_alternate_pull >= 0:
+            model.early_answers = m.second_alternate_pull
     if m.alternate_init and seed % 2 == 1:
         model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False, stick_start=stick)
     else:
