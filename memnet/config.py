@@ -284,6 +284,11 @@ class TrainConfig:
     joint_relative_time: int = 0  # model.relative_time of a joint memory network
     joint_question_table: str = "tied"  # model.question_table of a joint memory network
     joint_attention: str = "softmax"  # model.attention of a joint memory network
+    # whether a joint memory network keeps memnet's two ideas as the model sets them. false: the
+    # stopping rule and visited-memory masking off in a joint run, with every field that tunes
+    # them (IDEAS below) at its default, so that config.yaml's joint run is the one measured
+    # without them (its single-task runs have them on)
+    joint_ideas: bool = True
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -480,11 +485,12 @@ def check(cfg: Config) -> Config:
         raise ConfigError("model.second_alternate: restarts 4-7 switch soft masking to second and halt_training right "
                           "to right_last; it needs model.masking soft, model.stopping true, model.halt_training right "
                           f"and model.early_alternate -1 (which alternates restarts 4-7 too), found {model.masking}, "
-                          f"{str(model.stopping).lower()}, {model.halt_training} and {model.early_alternate}")
+                          f"{str(model.stopping).lower()}, {model.halt_training} and {model.early_alternate} "
+                          "(--model.second_alternate=false --model.second_alternate_pull=-1 turns it off)")
     if isinstance(model, MemN2NConfig) and model.second_alternate_pull != -1 and not model.second_alternate:
         raise ConfigError(f"model.second_alternate_pull: {model.second_alternate_pull} weighs the later hops' early answers "
                           "in the restarts model.second_alternate leaves soft; it needs model.second_alternate true, "
-                          "found false")
+                          "found false (-1 turns it off)")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")
@@ -601,6 +607,12 @@ JOINT = {"joint_dim": "model.dim", "joint_epochs": "train.epochs", "joint_lr_dec
          "joint_answer_from": "model.answer_from", "joint_relative_time": "model.relative_time",
          "joint_question_table": "model.question_table", "joint_attention": "model.attention"}
 MEMN2N_ONLY = {"joint_answer_from", "joint_relative_time", "joint_question_table", "joint_attention"}
+# the fields of memnet's two ideas, the stopping rule and visited-memory masking: what
+# train.joint_ideas false sets to their defaults in a joint memory network
+IDEAS = ("model.stopping", "model.halt_cost", "model.halt_threshold", "model.halt_confidence", "model.halt_init",
+         "model.halt_training", "model.early_answers", "model.early_answers_hop1", "model.early_alternate",
+         "model.second_alternate", "model.second_alternate_pull", "model.masking", "model.mask_init",
+         "model.mask_linear_start", "train.hop_cost", "train.last_hop_cost")
 
 
 def resolve(cfg: Config, n_tasks: int) -> Config:
@@ -611,6 +623,11 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
             if joint not in MEMN2N_ONLY or isinstance(cfg.model, MemN2NConfig):
                 section, name = target.split(".")
                 setattr(getattr(cfg, section), name, getattr(cfg.train, joint))
+        if not cfg.train.joint_ideas and isinstance(cfg.model, MemN2NConfig):
+            defaults = Config(model=MemN2NConfig())
+            for target in IDEAS:
+                section, name = target.split(".")
+                setattr(getattr(cfg, section), name, getattr(getattr(defaults, section), name))
     return check(cfg)
 
 

@@ -128,6 +128,23 @@ def test_joint_runs_take_the_joint_settings():
     assert (cfg.model.dim, cfg.model.answer_from) == (20, "question")  # cfg itself unchanged
 
 
+def test_joint_ideas_false_turns_the_two_ideas_off_in_a_joint_run_alone():
+    ideas = {"model.stopping": True, "model.masking": "soft", "model.halt_training": "right", "model.halt_init": -4.0,
+             "model.halt_confidence": 0.95, "model.second_alternate": True, "model.second_alternate_pull": 0.0,
+             "model.mask_init": -1.0, "model.early_answers": 0.15, "train.last_hop_cost": 0.05}
+    cfg = config.load(None, {"data.task": "1-20", **ideas, "train.joint_ideas": False})
+    joint, single, defaults = config.resolve(cfg, 20), config.resolve(cfg, 1), config.Config()
+    for key in config.IDEAS:
+        section, name = key.split(".")
+        assert getattr(getattr(joint, section), name) == getattr(getattr(defaults, section), name), key
+    assert not joint.model.stopping and joint.model.masking == "off"
+    assert single.model.stopping and single.model.second_alternate and single.train.last_hop_cost == 0.05
+    assert cfg.model.stopping  # cfg itself unchanged
+    kept = config.resolve(config.load(None, {"data.task": "1-20", **ideas}), 20)  # the default: as the model sets them
+    assert kept.model.stopping and kept.model.masking == "soft" and kept.model.second_alternate
+    assert kept.model.halt_init == -4.0 and kept.train.last_hop_cost == 0.05
+
+
 def test_a_resumed_joint_run_keeps_what_it_resolved_to_before_a_joint_setting_existed():
     """A joint run's stored config (resolved) from before train.joint_attention existed: resolving
     it again must keep the attention it ran with, not take today's joint default."""

@@ -26,7 +26,7 @@ LOOP = {
     "train.epochs", "train.lr", "train.lr_decay_every", "train.linear_start_epochs", "train.linear_start_lr",
     "train.random_noise", "train.restarts", "train.restart_choice", "train.hop_cost", "train.last_hop_cost", "train.ensemble", "train.ensemble_members", "train.ensemble_halting", "train.seed", "train.eval_every", "train.joint_dim", "train.joint_epochs",
     "train.joint_lr_decay_every", "train.joint_answer_from", "train.joint_relative_time",
-    "train.joint_question_table", "train.joint_attention", "train.backend",
+    "train.joint_question_table", "train.joint_attention", "train.joint_ideas", "train.backend",
 }
 
 KERNELS = ["memnet.kernels.numba_memn2n"]  # modules, in order of preference
