@@ -254,18 +254,19 @@ def test_compare_loops_names_a_revision_it_cannot_read(babi_fixtures, tmp_path):
 
 
 def test_config_yaml_is_the_variant_the_docs_name():
-    # docs/results.md reports config.yaml's column as `question_alt` with 10 restarts, and its
-    # joint run as joint_rq's
+    # docs/results.md reports config.yaml's column as `sure_second` with 10 restarts (the two
+    # ideas on), and its joint run as joint_rq's
     from memnet import config
     ours = config.load(ROOT / "config.yaml")
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_alt"], "train.restarts": 10, **joint})
-    assert ours == variant
+    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_second"], "train.restarts": 10, **joint})
+    assert ours == variant and ours.model.stopping and ours.model.masking == "soft"
     # and the joint run config.yaml makes of all 20 tasks is the one joint_rq's column trained (the
-    # alternation of the gates' start aside: the joint run's softmax has no gates)
+    # alternation of the gates' start aside: the joint run's softmax has no gates), the two ideas off
     tasks = {"data.task": "1-20"}
     joint_run = config.resolve(config.load(ROOT / "config.yaml", tasks), 20)
     assert joint_run.model.attention == "softmax"
+    assert not joint_run.model.stopping and joint_run.model.masking == "off"
     assert joint_run == config.resolve(config.load(None, {**bench.PAPER, **bench.VARIANTS["joint_rq"], "train.restarts": 10,
                                                           "model.stick_alternate": -2, **tasks}), 20)
     assert joint_run.model.relative_time == 5 and joint_run.model.relative_query
@@ -289,28 +290,57 @@ def test_the_pair_reader_runs_on_the_bench(babi_fixtures, tmp_path):
     assert len(record["hop_accuracy"]) == 2 and record["epochs"] == 2
 
 
-README_BOTH = {"model.stopping": True, "model.halt_training": "right", "model.halt_threshold": 0.9, "model.halt_init": -4.0,
-               "model.masking": "soft", "model.mask_init": -1.0, "train.last_hop_cost": 0.05, "model.halt_confidence": 0.95,
-               "model.early_answers": 0.15, "model.early_answers_hop1": 0.02}
+# the README turns both ideas off over config.yaml with these flags: the best setting without
+# them, `question_alt`
+README_OFF = {"model.stopping": False, "model.masking": "off", "model.second_alternate": False,
+              "model.second_alternate_pull": -1, "model.halt_confidence": 0, "train.last_hop_cost": 0}
+# docs/recipes.md's flags for the two ideas before the alternation of restarts 4-7 (`sure_alt`)
+SURE_ALT = {"model.second_alternate": False, "model.second_alternate_pull": -1}
 # what docs/recipes.md adds to them for the run without hop 2's pull (`sure_offset`)
 NO_PULL = {"model.attention": "softmax", "model.early_answers": 0.05, "model.early_answers_hop1": -1,
            "model.stick_alternate": 0}  # config.yaml's mixed attention and its alternation off
 
 
-def test_the_readmes_both_ideas_run_is_sure_alt_and_trains_on_the_kernel():
-    # the README turns both ideas on over config.yaml with these flags; docs/results.md reports
-    # them as `sure_alt` (`both_right` with a cost for the last hop when choosing, stopping where
-    # the answer is sure, the question's table A^1 + B', mixed attention, the later hops' answers
-    # pulled harder than hop 1's, restarts 2, 3, 6, 7 with their gates from -2), trained with the
-    # compiled kernel
+def test_the_readmes_run_without_the_ideas_is_question_alt(tiny, tmp_path):
+    # config.yaml with the README's flags is `question_alt` but for the fields that tune the two
+    # ideas, which stay at config.yaml's values and which a model without the ideas never reads:
+    # trained on the same data, the two give the same numbers
+    from memnet import config
+    from memnet.run import RunFolder
+    from memnet.train import train
+    readme = config.load(ROOT / "config.yaml", README_OFF)
+    joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
+    variant = config.load(None, {**bench.PAPER, **bench.VARIANTS["question_alt"], "train.restarts": 10, **joint})
+    ours, theirs = readme.to_dict(), variant.to_dict()
+    differ = {f"{section}.{key}" for section in ours for key in ours[section] if ours[section][key] != theirs[section][key]}
+    assert differ == {"model.halt_threshold", "model.halt_init", "model.halt_training", "model.early_answers",
+                      "model.early_answers_hop1", "model.mask_init"} and differ <= set(config.IDEAS)
+    short = {"data.dir": str(tiny), "data.task": "1", "train.restarts": 2, "train.epochs": 3, "train.eval_every": 1,
+             "train.linear_start_epochs": 1}
+    metrics = []
+    for name, cfg in (("readme", readme), ("variant", variant)):
+        train(config.apply_overrides(cfg, short), RunFolder(tmp_path / name), progress=False)
+        lines = (tmp_path / name / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+        metrics.append([{k: v for k, v in json.loads(line).items() if not k.endswith("seconds")} for line in lines])
+    assert metrics[0] == metrics[1] and len(metrics[0]) == 5 and metrics[0][-1]["final"]
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert all(f"--{key}={str(value).lower()}" in text for key, value in README_OFF.items())
+
+
+def test_the_recipes_two_ideas_run_before_the_alternation_is_sure_alt_and_trains_on_the_kernel():
+    # docs/recipes.md turns restarts 4-7's masking as `second` off over config.yaml with these flags;
+    # docs/results.md reports them as `sure_alt` (`both_right` with a cost for the last hop when
+    # choosing, stopping where the answer is sure, the question's table A^1 + B', mixed attention,
+    # the later hops' answers pulled harder than hop 1's, restarts 2, 3, 6, 7 with their gates from
+    # -2), trained with the compiled kernel, as config.yaml is
     from memnet import config, kernels
     from memnet.kernels import numba_memn2n
-    readme = config.load(ROOT / "config.yaml", README_BOTH)
+    recipe = config.load(ROOT / "config.yaml", SURE_ALT)
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
-    assert readme == config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_alt"], "train.restarts": 10, **joint})
-    assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(readme, 1)) == []
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert all(f"--{key}=" in text for key in README_BOTH)
+    assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS["sure_alt"], "train.restarts": 10, **joint})
+    assert kernels.uncovered(numba_memn2n.COVERS, config.resolve(recipe, 1)) == []
+    text = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
+    assert all(f"`--{key}={str(value).lower()}`" in text for key, value in SURE_ALT.items())
 
 
 @pytest.mark.parametrize("variant, added", [("sure_offset", NO_PULL),
@@ -318,10 +348,10 @@ def test_the_readmes_both_ideas_run_is_sure_alt_and_trains_on_the_kernel():
                                             ("both_last", {**NO_PULL, "model.question_table": "tied",
                                                            "model.halt_confidence": 0})])
 def test_the_recipes_earlier_both_ideas_runs_are_the_benchs(variant, added):
-    # docs/recipes.md adds these flags to the README's both-ideas run for the settings before it;
-    # docs/results.md reports them as `sure_offset`, `sure_last` and `both_last`
+    # docs/recipes.md adds these flags to the run before the alternation for the settings before
+    # it; docs/results.md reports them as `sure_offset`, `sure_last` and `both_last`
     from memnet import config
-    recipe = config.load(ROOT / "config.yaml", {**README_BOTH, **added})
+    recipe = config.load(ROOT / "config.yaml", {**SURE_ALT, **added})
     joint = {k: v for k, v in bench.VARIANTS["joint_rq"].items() if k.startswith("train.joint_")}
     assert recipe == config.load(None, {**bench.PAPER, **bench.VARIANTS[variant], "train.restarts": 10, **joint})
     text = (ROOT / "docs" / "recipes.md").read_text(encoding="utf-8")
