@@ -624,7 +624,7 @@ def resolve(cfg: Config, n_tasks: int) -> Config:
                 section, name = target.split(".")
                 setattr(getattr(cfg, section), name, getattr(cfg.train, joint))
         if not cfg.train.joint_ideas and isinstance(cfg.model, MemN2NConfig):
-            defaults = Config(model=MemN2NConfig())
+            defaults = Config()  # a memory network's defaults
             for target in IDEAS:
                 section, name = target.split(".")
                 setattr(getattr(cfg, section), name, getattr(getattr(defaults, section), name))
