@@ -9,9 +9,8 @@ half a file), read back with torch.load(weights_only=True) (no pickled code runs
     vocab        {"itos": [...], "answers": [...], "question_forms": [...]} (forms: memnet.forms)
     step         optimizer steps taken
     best_metric  validation accuracy of these weights
-    mixture      only in a mixture of two readers (`memnet mix`): {"config", "vocab"} of reader B
-                 and "readers", the two run folders; config and vocab above are reader A's, and
-                 state_dict holds both readers and the gate (memnet.models.mixture)
+    plugin       only for a plug-in's model type: the module that registers it (memnet.registry),
+                 named in the error when the checkpoint is loaded without it
 
 The trainer's resume file (RUN/last.pt, see memnet.run) uses the same writer and reader with
 other keys. Checkpoints of format memnet-1 (a seed dimension on every parameter, one flat
@@ -31,12 +30,12 @@ import torch
 from torch import nn
 
 from memnet import config as config_module
+from memnet import registry
 from memnet.files import atomic_write
-from memnet.config import MODEL_TYPES, Config, MemN2NConfig
+from memnet.config import Config, MemN2NConfig
 from memnet.data import Vocab
 from memnet.errors import MemnetError
-from memnet.models import Mixture, build_model
-from memnet.models.mixture import word_map
+from memnet.models import build_model
 
 FORMAT = "memnet-2"
 
@@ -97,7 +96,7 @@ def _from_format_1(payload: dict[str, Any]) -> dict[str, Any]:
     dimension dropped, and the memory network's tables split out of their side-by-side layout."""
     model = {**_BEFORE, **payload["config"]["model"]}
     kind = model.get("type", "memn2n")
-    fields = {f.name for f in dataclasses.fields(MODEL_TYPES.get(kind, MemN2NConfig))}
+    fields = {f.name for f in dataclasses.fields(config_module.model_types().get(kind, MemN2NConfig))}
     config = {**payload["config"], "model": {k: v for k, v in model.items() if k in fields}}
     state = {k: v[0] if isinstance(v, torch.Tensor) and v.dim() > 0 else v.reshape(1) for k, v in payload["state_dict"].items()}
     if kind == "memn2n" and "emb" in state:  # (V, n_tables * d) -> (n_tables, V, d)
@@ -114,8 +113,9 @@ def _from_format_1(payload: dict[str, Any]) -> dict[str, Any]:
 def model_payload(state_dict: dict[str, torch.Tensor], cfg: Config, vocab: Vocab, step: int,
                   best_metric: float) -> dict[str, Any]:
     """What a model checkpoint holds (see the module docstring), for `write`."""
+    own = registry.get(cfg.model.type)
     return {"state_dict": state_dict, "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
-            "best_metric": best_metric}
+            "best_metric": best_metric, **({"plugin": own.module} if own.plugin else {})}
 
 
 def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float) -> None:
@@ -126,13 +126,13 @@ def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, s
 def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, Any]]:
     """(model in eval mode, config, vocabulary, the whole checkpoint dict)."""
     payload = read(path)
+    kind = payload["config"].get("model", {}).get("type", "memn2n")
+    if isinstance(payload.get("plugin"), str) and registry.get(kind) is None:
+        raise MemnetError(f"{path}: model.type {kind} is a plug-in's: {registry.how_to_load(payload['plugin'])}")
     try:
         cfg = config_module.from_dict(payload["config"])
         vocab = Vocab.from_dict(payload["vocab"])
         model = build_model(cfg, vocab)
-        if "mixture" in payload:
-            b_cfg, b_vocab = config_module.from_dict(payload["mixture"]["config"]), Vocab.from_dict(payload["mixture"]["vocab"])
-            model = Mixture(model, build_model(b_cfg, b_vocab), word_map(vocab, b_vocab), (cfg.model.type, b_cfg.model.type))
         model.load_state_dict(payload["state_dict"])
     except MemnetError as e:
         raise MemnetError(f"{path}: the checkpoint's config does not load ({e})") from None

@@ -54,8 +54,6 @@ PAPER = {"model.type": "memn2n", "model.masking": "off", "model.stopping": False
 TRANSFORMER = {"model.stopping": False, "model.act": False, "model.encoding": "pe", "model.init_std": 0.1,
                "model.vocabulary_softmax": False, "train.attention_supervision": 0.0, "train.ensemble": False,
                "train.ensemble_members": 0, "train.restart_choice": "best"}
-# the pair reader's: the run's choices that memnet/config.py's defaults could change
-PAIRS = {"train.ensemble": False, "train.ensemble_members": 0, "train.restart_choice": "best"}
 # the answer from the question and what the hop read at d = 40 (the `question` variant), the
 # answer module, and the two ideas as the best setting with both found them: the parts the
 # question family of variants below is made of
@@ -209,42 +207,6 @@ VARIANTS["question_alt"] = {**VARIANTS["question_off"], "model.attention": "mixe
 # model.answer_reads sum: counting, qa7, and lists, qa8; docs/results.md, "Counting and lists")
 VARIANTS["sup_rq"] = {**VARIANTS["question_rq"], "train.attention_supervision": 1.0}
 VARIANTS["sup_sum"] = {**VARIANTS["sup_rq"], "model.answer_reads": "sum"}
-# the pair reader (memnet/models/pairs.py) with attention supervision on the pair of supporting
-# facts: its settings in full, so a changed default cannot change the row; lr for the summed
-# loss, the gradient norm unclipped in effect (40 slows it several-fold), no random noise; 800
-# epochs chosen on qa19's valid split over 300, 400 and 600 (docs/results.md, "Two facts at once")
-VARIANTS["sup_pairs"] = {"model.type": "pairs", "model.dim": 32, "model.hidden": 128, "model.max_words": 20,
-                         "model.temporal": True, "model.places": True, "model.dropout": 0.1, "model.init_std": 1.0,
-                         "train.attention_supervision": 1.0, "train.lr": 0.0016, "train.epochs": 800,
-                         "train.lr_decay_every": 200, "train.max_grad_norm": 1e5, "train.random_noise": 0.0,
-                         "train.linear_start_epochs": 0}
-# the pair reader without supervision: each place of the answer read from one fact of the pair
-# (model.place_facts), SGD at lr 0.02 with the gradient clipped at 40, 300 epochs
-VARIANTS["pairs"] = {**{k: v for k, v in VARIANTS["sup_pairs"].items() if k != "train.attention_supervision"},
-                     "model.place_facts": True, "train.lr": 0.02, "train.max_grad_norm": 40.0, "train.epochs": 300,
-                     "train.lr_decay_every": 75}
-# the word reader (memnet/models/words.py): every question word reads the story's words; SGD at
-# lr 0.02 on the summed loss with the gradient clipped at 40, no random noise, 150 epochs
-VARIANTS["words"] = {"model.type": "words", "model.dim": 32, "model.hidden": 64, "model.temporal": True,
-                     "model.init_std": 1.0, "train.attention_supervision": 0.0, "train.lr": 0.02,
-                     "train.max_grad_norm": 40.0, "train.epochs": 150, "train.lr_decay_every": 37,
-                     "train.random_noise": 0.0, "train.linear_start_epochs": 0, "model.dropout": 0.0,
-                     "model.summed": False, "model.summed_out": False}
-# the same with dropout 0.2 in training on the embedded words, the compared words and the pooled vector
-VARIANTS["words_drop"] = {**VARIANTS["words"], "model.dropout": 0.2}
-# and each question word reading the story's words summed through a gate each, beside the mean
-VARIANTS["words_sum"] = {**VARIANTS["words_drop"], "model.summed": True}
-# and the summed read also straight to the answer's layer, past the comparing GRU
-VARIANTS["words_out"] = {**VARIANTS["words_sum"], "model.summed_out": True}
-# and taught the supporting facts: each sentence's gate of the summed read toward [it is one]
-VARIANTS["words_sup"] = {**VARIANTS["words_out"], "train.attention_supervision": 1.0}
-# and a list's items' outputs added to its own (model.list_answers): qa8's pairs scored from what
-# says each item is carried
-VARIANTS["words_list"] = {**VARIANTS["words_sup"], "model.list_answers": True}
-# and at inference a list's items in the order the open sentences first name them (model.list_order)
-VARIANTS["words_order"] = {**VARIANTS["words_list"], "model.list_order": True}
-# the same from answers alone: words_out's lists scored by their items and ordered by the open sentences
-VARIANTS["words_out_order"] = {**VARIANTS["words_out"], "model.list_answers": True, "model.list_order": True}
 # config.yaml's joint run: joint_alt with config.yaml's answer module, lr and restart choice, and
 # the pointer in time reading the hop's state (train.joint_relative_time 5, model.relative_query;
 # config.yaml since: lower valid error on three seed sets), without the two ideas (its model has
@@ -254,7 +216,7 @@ VARIANTS["joint_rq"] = {**VARIANTS["joint_alt"], **MODULE, "model.answer_reads":
                         "train.joint_ideas": False}
 TITLES = {"paper": "MemN2N", "nonull": "no null", "mask": "+mask", "stop": "+stop", "both": "+both", "sup": "+sup",
           "zero": "+T0", "alt": "+T0 / paper", "alt_ens": "+T0 / paper, ensemble", "question": "u¹+o, d40", "question_mlp": "u¹+o, answer MLP", "question_cur": "u¹+o, answer MLP of o^k", "question_long": "u¹+o, answer MLP of o^k, lr 0.02, 150 epochs", "question_wide": "the same at d 50", "question_mean": "the same, the restart best on mean valid", "question_ens": "the same, ensemble of the 5 best on valid", "question_prod": "question_mean, the module reading u¹ ⊙ o^k too", "question_rel": "the same with a pointer in time", "question_rq": "the pointer reading the hop's state", "both_cur": "u¹+o, answer MLP of o^k, +stop +soft", "both_rq": "config.yaml +stop +soft", "both_right": "config.yaml +stop (halting on right answers) +soft", "both_hop": "the same, a cost per hop when choosing", "both_sure": "the same, stopping where the answer is sure", "both_last": "config.yaml +both, a cost for the last hop", "sure_last": "the same, stopping where the answer is sure", "sure_offset": "the same, the question's table A¹ + B'", "question_off": "the question's table A¹ + B' (config.yaml until the alternation)", "question_stick": "config.yaml, stick-breaking attention", "sure_mixed": "config.yaml +both, mixed attention", "sure_later": "config.yaml +both, mixed attention, later hops' answers at 0.15", "sure_pull": "the same, hop 1's at 0.02", "sure_alt": "the same, restarts 2, 3, 6, 7 from stick_init -2", "sure_own": "the same, each early answer steering its own hop alone", "sure_free": "sure_alt, restarts 4-7 without the later hops' pull", "sure_second": "config.yaml: the two ideas on, restarts 4-7 masked as second, the others without the later hops' pull", "question_alt": "without the two ideas (config.yaml until they came in): mixed attention, restarts 2, 3, 6, 7 from stick_init -2", "both_q": "u¹+o, +stop +soft", "sup_q": "u¹+o, +sup", "sup_mlp": "u¹+o, +sup, answer MLP", "ours": "ours", "joint": "joint", "joint_alt": "joint +T0 / paper", "joint_rq": "config.yaml joint", "generated": "generated",
-          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out", "sup_pairs": "pair reader +sup", "pairs": "pair reader, places from facts", "words": "word reader", "words_drop": "word reader, dropout 0.2", "words_sum": "word reader, dropout 0.2, summed read", "words_out": "word reader, dropout 0.2, summed read to the answer too", "words_sup": "the same +sup (the summed read's gates)", "words_list": "the same, a list scored by its items too", "words_order": "the same, its items in the order the facts name them", "words_out_order": "word reader, answers alone, lists scored by items, in the order the open sentences give",
+          "sup_rq": "config.yaml +sup", "sup_sum": "config.yaml +sup, summed read-out",
           "transformer": "Transformer", "universal": "UT + halting", "ut_act": "UT + ACT"}
 # Sukhbaatar et al. 2015, Table 1, test error (%) of PE LS RN with 1k training questions:
 # trained per task, and jointly on all 20 (published means 13.9 and 12.4, 11 failed each)
@@ -372,9 +334,14 @@ def generated_folder(root: Path, task: int, official: Path) -> Path:
     return folder
 
 
+# each model type's recipe, the settings under a variant's own (a plug-in's bench adds its own:
+# experiments/readers/bench.py); a type not named here takes the transformers'
+RECIPES = {"memn2n": PAPER}
+
+
 def recipe(variant: str) -> dict[str, Any]:
     """The settings under a variant's own: its model type's recipe."""
-    return {"memn2n": PAPER, "pairs": PAIRS, "words": PAIRS}.get(VARIANTS[variant].get("model.type", "memn2n"), TRANSFORMER)
+    return RECIPES.get(VARIANTS[variant].get("model.type", "memn2n"), TRANSFORMER)
 
 
 def run(variant: str, tasks: list[int], args: argparse.Namespace) -> list[dict[str, Any]]:

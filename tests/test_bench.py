@@ -281,15 +281,6 @@ def test_every_variant_is_a_valid_config_with_its_recipe(variant):
     assert cfg.model.type == bench.VARIANTS[variant].get("model.type", "memn2n")
 
 
-def test_the_pair_reader_runs_on_the_bench(babi_fixtures, tmp_path):
-    path = tmp_path / "pairs.jsonl"
-    bench.main(["--data", str(babi_fixtures / "en-valid"), "--tasks", "1", "--variants", "sup_pairs", "--restarts", "1",
-                "--epochs", "2", "--results", str(path)])
-    record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["variant"] == "sup_pairs" and record["config"]["model"]["type"] == "pairs"
-    assert len(record["hop_accuracy"]) == 2 and record["epochs"] == 2
-
-
 # the README turns both ideas off over config.yaml with these flags: the best setting without
 # them, `question_alt`
 README_OFF = {"model.stopping": False, "model.masking": "off", "model.second_alternate": False,
@@ -358,32 +349,6 @@ def test_the_recipes_earlier_both_ideas_runs_are_the_benchs(variant, added):
     assert all(f"`--{key}={value}`" in text for key, value in added.items())
 
 
-def test_the_recipes_pair_reader_run_is_sup_pairs():
-    # docs/recipes.md trains the pair reader with these flags; docs/results.md reports them as
-    # `sup_pairs` (which also states linear start off: the reader has none, the trainer skips it)
-    from memnet import config
-    from memnet.models.pairs import PairReader
-    flags = {"train.attention_supervision": 1.0, "train.lr": 0.0016, "train.max_grad_norm": 100000,
-             "train.random_noise": 0, "train.epochs": 800, "train.lr_decay_every": 200}
-    readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
-    assert readme == config.load(None, {**bench.recipe("sup_pairs"), **bench.VARIANTS["sup_pairs"], "train.restarts": 1})
-    assert not PairReader.has_linear_start
-    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
-    assert "--model.type=pairs" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
-
-
-def test_the_recipes_unsupervised_pair_reader_run_is_pairs():
-    # docs/recipes.md trains the pair reader on answers alone with these flags; docs/results.md
-    # reports them as `pairs`
-    from memnet import config
-    flags = {"model.place_facts": "true", "train.lr": 0.02, "train.max_grad_norm": 40, "train.random_noise": 0,
-             "train.epochs": 300, "train.lr_decay_every": 75}
-    readme = config.load(None, {"model.type": "pairs", **flags, "train.linear_start_epochs": 0})
-    assert readme == config.load(None, {**bench.recipe("pairs"), **bench.VARIANTS["pairs"], "train.restarts": 1})
-    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
-    assert " ".join(f"--{k}={v}" for k, v in flags.items()) in text
-
-
 def write_records(path: Path, rows: list[tuple[int, float, float]]) -> Path:
     """A bench results file of (task, valid error, test error) records."""
     path.write_text("".join(json.dumps({"variant": "v", "task": t, "valid_error": v, "error": e}) + "\n"
@@ -434,23 +399,3 @@ def test_a_task_at_exactly_five_percent_has_not_failed(tmp_path, capsys):
                             for t, e in [(1, five), (2, over)]))
     choose_on_valid.main(["--variant", "chosen", str(path), "--results", str(tmp_path / "out.jsonl")])
     assert "failed 1, tasks 2" in capsys.readouterr().out
-
-
-def test_the_recipes_word_reader_runs_are_the_benchs_words_variants():
-    # docs/recipes.md trains the word reader with these flags, then adds dropout, the summed read, the
-    # sum to the answer and the facts; docs/results.md reports them as `words`, `words_drop`,
-    # `words_sum`, `words_out` and `words_sup`
-    from memnet import config
-    flags = {"train.lr": 0.02, "train.random_noise": 0, "train.epochs": 150, "train.lr_decay_every": 37}
-    runs = {"words": {"model.type": "words", **flags, "train.linear_start_epochs": 0}}
-    runs["words_drop"] = {**runs["words"], "model.dropout": 0.2}
-    runs["words_sum"] = {**runs["words_drop"], "model.summed": "true"}
-    runs["words_out"] = {**runs["words_sum"], "model.summed_out": "true"}
-    runs["words_sup"] = {**runs["words_out"], "train.attention_supervision": 1.0}
-    for variant, run in runs.items():
-        assert config.load(None, {**run, "train.restarts": 1}) == config.load(
-            None, {**bench.recipe(variant), **bench.VARIANTS[variant], "train.restarts": 1}), variant
-    text = " ".join((ROOT / "docs" / "recipes.md").read_text(encoding="utf-8").split())
-    assert "--model.type=words" in text and " ".join(f"--{k}={v}" for k, v in flags.items()) in text
-    assert "--model.dropout=0.2" in text and "--model.summed=true" in text and "--model.summed_out=true" in text
-    assert "--train.attention_supervision=1.0" in text
