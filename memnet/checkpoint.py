@@ -11,9 +11,8 @@ half a file), read back with torch.load(weights_only=True) (no pickled code runs
     best_metric  validation accuracy of these weights
     restarts     the restarts these weights are (the best first; several in an ensemble): each
                  model is built with its train.restart_grid entry
-    mixture      only in a mixture of two readers (`memnet mix`): {"config", "vocab"} of reader B
-                 and "readers", the two run folders; config and vocab above are reader A's, and
-                 state_dict holds both readers and the gate (memnet.models.mixture)
+    plugin       only for a plug-in's model type: the module that registers it (memnet.registry),
+                 named in the error when the checkpoint is loaded without it
 
 The trainer's resume file (RUN/last.pt, see memnet.run) uses the same writer and reader with
 other keys. Checkpoints of format memnet-2 (before the model was made of parts) are converted
@@ -32,12 +31,12 @@ import torch
 from torch import nn
 
 from memnet import config as config_module
+from memnet import registry
 from memnet.files import atomic_write
 from memnet.config import Config
 from memnet.data import Vocab
 from memnet.errors import MemnetError
-from memnet.models import Mixture, build_model
-from memnet.models.mixture import word_map
+from memnet.models import build_model
 
 FORMAT = "memnet-3"
 
@@ -135,8 +134,10 @@ def _renamed(key: str) -> str:
 def model_payload(state_dict: dict[str, torch.Tensor], cfg: Config, vocab: Vocab, step: int,
                   best_metric: float, restarts: list[int] | None = None) -> dict[str, Any]:
     """What a model checkpoint holds (see the module docstring), for `write`."""
+    own = registry.get(cfg.model.type)
     return {"state_dict": state_dict, "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
-            "best_metric": best_metric, "restarts": list(restarts) if restarts is not None else None}
+            "best_metric": best_metric, "restarts": list(restarts) if restarts is not None else None,
+            **({"plugin": own.module} if own.plugin else {})}
 
 
 def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float,
@@ -148,6 +149,9 @@ def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, s
 def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, Any]]:
     """(model in eval mode, config, vocabulary, the whole checkpoint dict)."""
     payload = read(path)
+    kind = payload["config"].get("model", {}).get("type", "memn2n")
+    if isinstance(payload.get("plugin"), str) and registry.get(kind) is None:
+        raise MemnetError(f"{path}: model.type {kind} is a plug-in's: {registry.how_to_load(payload['plugin'])}")
     try:
         cfg = config_module.from_dict(payload["config"])
         vocab = Vocab.from_dict(payload["vocab"])
@@ -155,9 +159,6 @@ def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, A
         model = build_model(cfg, vocab, restarts=[int(r) for r in restarts] if restarts else None)
         if restarts:  # the config the (best) restart trained with: its grid entry applied
             cfg = config_module.restart_config(cfg, int(restarts[0]))
-        if "mixture" in payload:
-            b_cfg, b_vocab = config_module.from_dict(payload["mixture"]["config"]), Vocab.from_dict(payload["mixture"]["vocab"])
-            model = Mixture(model, build_model(b_cfg, b_vocab), word_map(vocab, b_vocab), (cfg.model.type, b_cfg.model.type))
         model.load_state_dict(payload["state_dict"])
     except MemnetError as e:
         raise MemnetError(f"{path}: the checkpoint's config does not load ({e})") from None

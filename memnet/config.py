@@ -5,8 +5,8 @@ config.yaml holds the experiment; the command line tweaks it with dotted overrid
 line, in the dataclasses and in checkpoints.
 
 The `model` section belongs to one model type: `model.type` chooses its dataclass
-(MemN2NConfig, TransformerConfig, PairsConfig or WordsConfig), and a key of another type's section is an error naming
-it. Every field is checked here, before any model or kernel sees it: unknown keys, wrong types,
+(MemN2NConfig, TransformerConfig, or a plug-in's: memnet.registry), and a key of another type's
+section is an error naming it. Every field is checked here, before any model or kernel sees it: unknown keys, wrong types,
 choices (CHOICES) and ranges (RANGES), each with a message that names the key and what it allows.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any, Callable, Union
 
 import yaml
 
+from memnet import registry
 from memnet.errors import MemnetError
 
 
@@ -137,55 +138,21 @@ class TransformerConfig:
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word, not only answers seen
 
 
-@dataclass
-class PairsConfig:
-    """The pair reader (memnet/models/pairs.py): attention over ordered pairs of memories."""
-
-    type: str = "pairs"
-    dim: int = 32  # embedding size d
-    hidden: int = 128  # hidden units in each of the two layers of the pair's score and of its answer
-    max_words: int = 20  # word positions the learned masks cover (bAbI's longest sentence has 11)
-    temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0)
-    # an answer phrase scores the sum of its words' scores at their places ('n,e': n first + e
-    # second), else one score per phrase
-    places: bool = True  # an answer phrase scores the sum of its words at their places
-    # with places: place 1 of a phrase scored from the pair's first fact alone, every later place
-    # from its second ([u; m; u ⊙ m] each), as a path's steps come from its facts (qa19); else
-    # every place from the whole pair
-    place_facts: bool = False  # place 1 of a phrase from the pair's first fact, later places from its second
-    dropout: float = 0.1  # dropout on the answer's first hidden layer, in training
-    init_std: float = 1.0  # standard deviation of the embeddings' starting normal
+def _package_model(cfg: Config, vocab: Any) -> Any:
+    """The package's own models, which memnet.models.build_model builds (torch loads only there)."""
+    from memnet.models import build_model
+    return build_model(cfg, vocab, restarts=[0])
 
 
-@dataclass
-class WordsConfig:
-    """The word reader (memnet/models/words.py): every question word reads the story's words."""
-
-    type: str = "words"
-    dim: int = 32  # embedding size d (each BiGRU direction's size; a word's vector is 2d)
-    hidden: int = 64  # hidden units of the answer's layer over the pooled question words
-    temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0), added to its words
-    init_std: float = 1.0  # standard deviation of the embeddings' starting normal
-    dropout: float = 0.0  # dropout in training on the embedded words, the compared words and the pooled vector
-    summed: bool = False  # each question word also reads the story's words summed, each through a gate (counts, lists)
-    # with summed: the summed read, averaged over the question's words, also goes straight to the
-    # answer's layer beside the pooled comparison (the comparing GRU squashes what it reads: what
-    # it passes on of a count is bounded)
-    summed_out: bool = False  # the summed read also goes to the answer's layer, past the comparing GRU
-    # an answer of several items ('apple,milk', qa8's lists) scores its own output plus each of its
-    # items' outputs, so that what says an item is carried counts toward every list that holds it
-    # (a pair is rare in training: 58 of qa8's 900 questions)
-    list_answers: bool = False
-    # at inference, a list answer takes its items in the order the story first names them among the
-    # facts the summed read's gates open (bAbI's lists name the objects in the order of the first
-    # supporting fact naming each: 58 of 58 pairs of qa8's training split): the probability of the
-    # orders of one set of items goes to the order the facts give (needs summed)
-    list_order: bool = False
+registry.register("memn2n", MemN2NConfig, _package_model, step="hop", module=registry.PACKAGE)
+registry.register("transformer", TransformerConfig, _package_model, module=registry.PACKAGE)
+registry.register("universal", TransformerConfig, _package_model, module=registry.PACKAGE)
+ModelConfig = Union[MemN2NConfig, TransformerConfig]  # or a plug-in's section (memnet.registry)
 
 
-ModelConfig = Union[MemN2NConfig, TransformerConfig, PairsConfig, WordsConfig]
-MODEL_TYPES: dict[str, type] = {"memn2n": MemN2NConfig, "transformer": TransformerConfig, "universal": TransformerConfig,
-                                "pairs": PairsConfig, "words": WordsConfig}
+def model_types() -> dict[str, type]:
+    """Each model.type and its config dataclass: the package's and the loaded plug-ins' (memnet.registry)."""
+    return {name: t.config for name, t in registry.types().items()}
 
 
 @dataclass
@@ -256,7 +223,6 @@ class Config:
 
 # fields that take one of a few words
 CHOICES = {
-    "model.type": tuple(MODEL_TYPES),
     "model.encoding": ("bow", "pe", "mask"),
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft", "second"),
@@ -296,8 +262,6 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),
-    "model.hidden": (">= 1", lambda v: v >= 1),
-    "model.dropout": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.act_epsilon": ("between 0 (inclusive) and 1", _finite(lambda v: 0 <= v < 1)),
     "model.ponder_cost": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "train.epochs": (">= 1", lambda v: v >= 1),
@@ -391,7 +355,7 @@ def _update(obj: Any, values: Any, prefix: str, owner: str = "") -> None:
     for name, value in values.items():
         key = prefix + str(name)
         if name not in fields:
-            elsewhere = [t for t, c in MODEL_TYPES.items() if name in {f.name for f in dataclasses.fields(c)}]
+            elsewhere = [t for t, c in model_types().items() if name in {f.name for f in dataclasses.fields(c)}]
             if owner and elsewhere:
                 raise ConfigError(f"{key}: a setting of model.type {' and '.join(elsewhere)}, not of {owner} "
                                   f"(its settings: {', '.join(fields)})")
@@ -406,13 +370,19 @@ def _update(obj: Any, values: Any, prefix: str, owner: str = "") -> None:
         setattr(obj, name, value)
 
 
-def check(cfg: Config) -> Config:
-    """Every ranged field within its range, and the fields that constrain each other."""
-    for key, (allowed, test) in RANGES.items():
+def check_ranges(cfg: Config, ranges: dict[str, tuple[str, Callable[[Any], bool]]]) -> None:
+    """Each field `ranges` names ('section.field': (what the message says, the test)) that cfg has, within its range."""
+    for key, (allowed, test) in ranges.items():
         section, name = key.split(".")
         part = getattr(cfg, section)
         if hasattr(part, name) and not test(getattr(part, name)):
             raise ConfigError(f"{key}: expected {allowed}, found {getattr(part, name)!r}")
+
+
+def check(cfg: Config) -> Config:
+    """Every ranged field within its range, and the fields that constrain each other (a plug-in's
+    model type: its own check too, memnet.registry)."""
+    check_ranges(cfg, RANGES)
     if cfg.train.ensemble_members and not cfg.train.ensemble:
         raise ConfigError(f"train.ensemble_members: {cfg.train.ensemble_members} members need train.ensemble true "
                           f"(found false: the run's model would be the best restart alone)")
@@ -445,21 +415,12 @@ def check(cfg: Config) -> Config:
     if isinstance(model, TransformerConfig) and model.act and model.type != "universal":
         raise ConfigError("model.act: ACT halts each position of one shared layer applied again and again; "
                           f"it needs model.type universal, found {model.type}")
-    if isinstance(model, PairsConfig) and model.place_facts and not model.places:
-        raise ConfigError("model.place_facts: scores each place of an answer phrase from one fact of the pair; "
-                          "it needs model.places true, found false")
-    if isinstance(model, WordsConfig) and model.list_order and not model.summed:
-        raise ConfigError("model.list_order: orders a list's items by the facts the summed read's gates open; "
-                          "it needs model.summed true, found false")
-    if isinstance(model, WordsConfig) and model.summed_out and not model.summed:
-        raise ConfigError("model.summed_out: takes the summed read to the answer's layer; "
-                          "it needs model.summed true, found false")
-    if isinstance(model, WordsConfig) and cfg.train.attention_supervision and not model.summed:
-        raise ConfigError("train.attention_supervision: the word reader (model.type words) has no hops; it "
-                          "supervises the gates of its summed read, so it needs model.summed true, found false")
     if isinstance(model, TransformerConfig) and model.act and model.stopping:
         raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
                           "choose one")
+    own = registry.get(model.type)
+    if own is not None and own.check is not None:
+        own.check(cfg)
     for i in range(len(cfg.train.restart_grid)):
         restart_config(cfg, i)
     return cfg
@@ -501,9 +462,11 @@ def from_dict(values: dict[str, Any] | None) -> Config:
     if not isinstance(model, dict):
         raise ConfigError(f"model: expected a mapping, found {model!r}")
     kind = _coerce(model.get("type", "memn2n"), str, "model.type")
-    if kind not in MODEL_TYPES:
-        raise ConfigError(f"model.type: expected one of {', '.join(MODEL_TYPES)}; found {kind!r}")
-    cfg = Config(model=MODEL_TYPES[kind](type=kind))
+    types = model_types()
+    if kind not in types:
+        raise ConfigError(f"model.type: expected one of {', '.join(types)}; found {kind!r} "
+                          f"({registry.how_to_load()})")
+    cfg = Config(model=types[kind](type=kind))
     _update(cfg, values, "")
     _update(cfg.model, model, "model.", owner=kind)
     return check(cfg)

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import torch
 
-from memnet import babi, safe
+from memnet import babi, registry, safe
 from memnet.babi import BabiFormatError, Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
@@ -62,12 +62,12 @@ class Table:
     unknown: list[str] = field(default_factory=list)  # words the model never saw, ignored
     forgotten: int = 0  # facts older than the memory size, not seen by the model
     label: str = ""  # where the question comes from, e.g. "test #12"
-    step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer, a pair's fact
+    step: str = "hop"  # what a column is: a memory network's hop, a transformer's layer (memnet.registry's step)
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
     declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
     summed: list[float] = field(default_factory=list)  # a reader's gates (Result.gates): each memory's at the hop answered from
-    readers: list[tuple[str, float]] = field(default_factory=list)  # a mixture (memnet mix): each reader's share of the answer
+    readers: list[tuple[str, float]] = field(default_factory=list)  # a mixture of readers (Result.share): each one's share
 
     @property
     def reads_nothing(self) -> bool:
@@ -147,7 +147,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             unknown=cleaned[r][1],
             forgotten=len(sample.facts) - n,
             label=labels[r] if labels is not None else "",
-            step={"memn2n": "hop", "pairs": "fact", "words": "read"}.get(cfg.model.type, "layer"),
+            step=registry.get(cfg.model.type).step,
             nothing=[round(max(0.0, 1.0 - float(result.attention[r, k].sum())), 6) if null else 0.0 for k in range(hops)],
             heads=[[[round(float(w), 6) for w in head[:n].flip(-1)] for head in per_head[r, k]] for k in range(hops)] if heads else [],
             summed=[round(float(g), 6) for g in result.gates[r, hops - 1, :n].flip(-1)] if result.gates is not None else [],

@@ -18,7 +18,8 @@ import torch
 
 from memnet import solver
 from memnet.babi import Sample, Task
-from memnet.config import Config, MemN2NConfig, PairsConfig, WordsConfig
+from memnet import registry
+from memnet.config import Config, MemN2NConfig, TransformerConfig
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import evaluate
 from memnet.files import atomic_write
@@ -122,11 +123,9 @@ def describe(cfg: Config) -> tuple[int, str]:
     if isinstance(mc, MemN2NConfig):
         return mc.hops, (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, "
                          f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}")
-    if isinstance(mc, PairsConfig):  # a pair's two facts for hops
-        answer = "by places, each from one fact" if mc.place_facts else "by places" if mc.places else "per phrase"
-        return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {answer}"
-    if isinstance(mc, WordsConfig):  # one read of the story's words
-        return 1, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden"
+    if not isinstance(mc, TransformerConfig):  # a plug-in's (memnet.registry): its own line, else its type
+        own = registry.get(mc.type).describe
+        return own(cfg) if own is not None else (1, mc.type)
     # the transformer readers: layers (universal: steps) for hops, and their halting rule
     halting = "ACT per position" if mc.act else "stopping per question" if mc.stopping else "off"
     return mc.layers, f"{mc.type}, {mc.layers} layers, d={mc.dim}, {mc.heads} heads, {mc.encoding}, halting {halting}"

@@ -64,7 +64,6 @@ def test_bad_yaml_names_the_file(tmp_path):
     ("train.ensemble_members=-1", "train.ensemble_members: expected >= 0, found -1"),
     ("train.ensemble_members=2", "train.ensemble_members: 2 members need train.ensemble true (found false: the "
                                  "run's model would be the best restart alone)"),
-    ("model.type=lstm", "model.type: expected one of memn2n, transformer, universal, pairs, words; found 'lstm'"),
 ])
 def test_every_ranged_field_is_checked_with_the_allowed_values(override, message):
     with pytest.raises(ConfigError) as error:

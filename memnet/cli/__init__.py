@@ -14,7 +14,7 @@ import importlib
 import os
 import sys
 
-from memnet import __version__
+from memnet import __version__, registry
 from memnet.errors import MemnetError
 
 # modules that each define register(subparsers): data (generate, show, stats, check),
@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:  # before the flags are made: a plug-in's model types have flags of their own (memnet.registry)
+        registry.load_plugins()
+    except MemnetError as e:
+        print(f"memnet: error: {e}", file=sys.stderr)
+        return 2
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -1,4 +1,4 @@
-"""`memnet train`, `memnet eval` and `memnet mix`."""
+"""`memnet train` and `memnet eval`."""
 from __future__ import annotations
 
 import argparse
@@ -47,20 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "probability is at least P, else read on (default: the checkpoint's; 0: no gate)")
     p.set_defaults(func=run_eval)
 
-    p = subparsers.add_parser(
-        "mix", help="one model of two trained runs: a gate over the question's words mixes their answers",
-        description="Mix two runs trained on the same tasks (say a joint memory network and a joint word "
-                    "reader, model.type words) into one model: p = g p_A + (1 - g) p_B, the gate g = σ(w · x + c) "
-                    "over the question's words x, fitted on the valid split with both readers frozen. Writes "
-                    "RUN/model.pt, which memnet eval, inspect and ask load like any checkpoint (the attention they "
-                    "show is reader A's), and RUN/metrics.jsonl.")
-    p.add_argument("a", metavar="RUN_A", help="run folder of reader A (memnet train --out): its hops are the ones shown")
-    p.add_argument("b", metavar="RUN_B", help="run folder of reader B, trained on the same tasks and data")
-    p.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, unless --force)")
-    p.add_argument("--data", help="folder of bAbI files (default: the folder reader A was trained on)")
-    p.add_argument("--force", action="store_true", help="replace the run in --out")
-    p.set_defaults(func=run_mix)
-
 
 def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None:
     """One --section.key flag per config field, its help the field's comment in memnet/config.py
@@ -70,7 +56,7 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     except ConfigError:  # a broken file is reported when a run loads it; the help still shows
         path, start = None, config.Config()
     origin = f"in {path.name}" if path is not None else "built in"
-    models = [config.MemN2NConfig, config.TransformerConfig, config.PairsConfig, config.WordsConfig]
+    models = list(dict.fromkeys(config.model_types().values()))  # the package's, then the plug-ins' (memnet.registry)
     sections = [("data", config.DataConfig), *(("model", cls) for cls in models), ("train", config.TrainConfig)]
     owners = {f.name: [cls.__name__.removesuffix("Config").lower() for cls in models if f.name in {g.name for g in dataclasses.fields(cls)}]
               for cls in models for f in dataclasses.fields(cls)}  # which model types have each model field
@@ -78,7 +64,7 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     seen = set()
     for section, cls in sections:
         comments = config.field_help(cls)
-        comments["type"] = f"the model: {', '.join(config.MODEL_TYPES)} (each has its own settings)"
+        comments["type"] = f"the model: {', '.join(config.model_types())} (each has its own settings)"
         for f in dataclasses.fields(cls):
             key = f"{section}.{f.name}"
             if key in seen:
@@ -185,40 +171,3 @@ def run_eval(args: argparse.Namespace) -> int:
     print(hop_answers_table(m))
     return 0
 
-
-def run_mix(args: argparse.Namespace) -> int:
-    from memnet import checkpoint, mixture
-    from memnet.data import encode_tasks, read_splits
-    from memnet.run import RunFolder, strict
-
-    out = Path(args.out)
-    for run in (args.a, args.b):
-        if out.resolve() == Path(run).resolve():
-            raise MemnetError(f"{out}: is reader {run}'s own run folder; choose another --out")
-    folder = RunFolder(out, force=args.force)  # refused before any work when it holds another run
-    a, b = mixture.load_pair(args.a, args.b)
-    data = data_folder(official.resolve_data_dir(args.data) if args.data else None, a.cfg.data.dir, a.run)
-    tasks = babi.parse_tasks(a.cfg.data.task)
-    samples = read_splits(data, tasks, a.cfg.data.valid_fraction)["valid"]
-    valid = encode_tasks(samples, a.vocab, a.cfg.data.memory_size)
-    if valid is None:
-        raise MemnetError(f"{data}: no valid questions for task {a.cfg.data.task}: the gate is fitted on them")
-    unknown = a.vocab.unknown(s for ss in samples.values() for s in ss)
-    if unknown:
-        print(f"memnet mix: {len(unknown)} word(s) the readers never saw read as <unk>: {' '.join(unknown[:20])}",
-              file=sys.stderr)
-    model, error, rows = mixture.fit(a, b, valid, tasks)
-    folder.make()
-    folder.save_model(mixture.payload(model, a, b, 1 - error))
-    checkpoint.load(folder.model_path)  # read back: a written mixture loads
-    folder.log(strict({"mixture": [str(a.run), str(b.run)], "readers": list(model.names), "data": str(data),
-                       "valid_error": error, "tasks": rows}))
-    print(f"{'task':>5} {'valid':>6} {'cross':>6} {'A':>6} {'B':>6} {'A share':>7}   (valid error %: the mixture, "
-          f"its gate fitted on the other half, each reader alone)")
-    for r in rows:
-        print(f"{r['task']:>5} {100 * r['valid_error']:6.1f} {100 * r['crossfit_valid_error']:6.1f} "
-              f"{100 * r['valid_error_a']:6.1f} {100 * r['valid_error_b']:6.1f} {r['share_a']:7.2f}")
-    print(f"{'mean':>5} " + " ".join(f"{100 * mixture.mean(rows, k):6.2f}" for k in
-                                     ("valid_error", "crossfit_valid_error", "valid_error_a", "valid_error_b")))
-    print(f"wrote {folder.model_path} ({model.names[0]} and {model.names[1]}); test it: memnet eval --checkpoint {out}")
-    return 0

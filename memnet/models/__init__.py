@@ -3,24 +3,24 @@
 Every model takes a memnet.data.Batch of B questions (fields (B, ...), see memnet.data) and
 returns a Result; the loss is there when the batch holds answers. Models are built with
 keyword-only constructors from their own config section (memnet.config.MemN2NConfig,
-TransformerConfig, PairsConfig, WordsConfig) and hold one seed: restarts are several models (see memnet.train).
+TransformerConfig, or a plug-in's: memnet.registry) and hold one seed: restarts are several models
+(see memnet.train).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig, WordsConfig, restart_config
+from memnet import registry
+from memnet.config import Config, MemN2NConfig, TransformerConfig, restart_config
 from memnet.data import Vocab
 from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
-from memnet.models.mixture import Mixture
-from memnet.models.pairs import PairReader
 from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
-from memnet.models.words import WordReader, list_parts
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Mixture", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters", "restart_model"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Result", "Transformer", "build_model", "ensemble_size", "init_weights",
+           "n_parameters", "restart_model"]
 
 
 def build_model(cfg: Config, vocab: Vocab, *, restarts: list[int] | None = None) -> nn.Module:
@@ -42,19 +42,7 @@ def build_model(cfg: Config, vocab: Vocab, *, restarts: list[int] | None = None)
                            stopping=m.stopping, halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, act=m.act,
                            act_epsilon=m.act_epsilon, ponder_cost=m.ponder_cost,
                            attention_supervision=cfg.train.attention_supervision)
-    if isinstance(m, PairsConfig):
-        return PairReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
-                          hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, places=m.places,
-                          place_facts=m.place_facts, dropout=m.dropout,
-                          attention_supervision=cfg.train.attention_supervision)
-    if isinstance(m, WordsConfig):
-        return WordReader(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
-                          dim=m.dim, hidden=m.hidden, temporal=m.temporal, dropout=m.dropout,
-                          summed=m.summed, summed_out=m.summed_out,
-                          list_parts=list_parts(vocab.answers) if m.list_answers else None,
-                          list_words=vocab.answer_words() if m.list_order else None,
-                          attention_supervision=cfg.train.attention_supervision)
-    raise TypeError(f"no model for {type(m).__name__}")  # memnet.config admits no other
+    return registry.get(m.type).build(cfg, vocab)  # a plug-in's (memnet.config admits no other)
 
 
 def ensemble_size(cfg: Config) -> int:

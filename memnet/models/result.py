@@ -20,8 +20,8 @@ class Result(NamedTuple):
     # (B, K, M) a reader that sums its memories through gates (the word reader's summed read): each
     # hop's gate σ(z_i) on each memory, what its sum counted (0 for padding); None for other models
     gates: Tensor | None = None
-    # (B,) a mixture of two readers (memnet.models.mixture): reader A's weight in the answer;
-    # None for other models
+    # (B,) a model that mixes two readers' answers (a plug-in's, experiments/readers/mixture.py):
+    # reader A's weight in the answer, the readers' model types in the model's `names`; None for other models
     share: Tensor | None = None
     # (B, K) bool: the stopping rule's verdict after each hop, whether it would stop there (True at
     # K); None for a model without one

@@ -12,7 +12,7 @@ from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
 from memnet.models import build_model
-from memnet.models.pairs import NONE, PairReader, phrase_places
+from experiments.readers.pairs import NONE, PairReader, phrase_places
 from memnet.train import train
 
 

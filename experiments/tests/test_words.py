@@ -15,7 +15,7 @@ from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import accuracy, evaluate
 from memnet.models import Ensemble, build_model
-from memnet.models.words import BiGRU, WordReader
+from experiments.readers.words import BiGRU, WordReader
 from memnet.report import describe
 from memnet.run import RunFolder
 from memnet.train import train

@@ -1,9 +1,10 @@
-"""Two readers mixed by a gate over the question's words (memnet/mixture.py, scripts/mix_readers.py):
+"""Two readers mixed by a gate over the question's words (experiments/readers/mix.py, mix_readers.py):
 the gate learns from the question's words which reader is right, the mixture of two equal readers
 is that reader, the cross-fitted error scores each question with a gate that did not see it, and
 the script mixes two joint runs of `memnet train` into one bench record per task."""
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,13 +12,22 @@ from pathlib import Path
 import pytest
 import torch
 
-from memnet import checkpoint, generator, mixture
+from experiments.readers import mix as mixture
+from experiments.readers.mix import main as mix_main
+from experiments.tests.conftest import PLUGIN_ENV
+from experiments.readers.mixture import Mixture, word_map
+from memnet import checkpoint, generator
 from memnet.cli import main
 from memnet.data import Vocab, encode_tasks, read_splits
 from memnet.evaluation import predict
-from memnet.models.mixture import word_map
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def mix_readers(*args: str) -> subprocess.CompletedProcess:
+    """experiments/readers/mix_readers.py as a user runs it, from the repository root."""
+    return subprocess.run([sys.executable, "-m", "experiments.readers.mix_readers", *args], capture_output=True,
+                          text=True, cwd=ROOT, env={**os.environ, **PLUGIN_ENV})
 
 
 def confident(right: torch.Tensor, answer: torch.Tensor, n_answers: int = 3) -> torch.Tensor:
@@ -102,17 +112,16 @@ def two_runs(tmp_path_factory):
     for task in (1, 19):
         generator.write_dataset(data, task, train=60, test=20, seed=0)
     runs = {"mn": ["--model.dim=8", "--train.epochs=2", "--model.phrase_answers=true"],
-            "words": ["--model.type=words", "--model.dim=8", "--model.hidden=8", "--train.joint_epochs=1"]}
+            "words": ["--model.type=words", "--model.dim=8", "--model.hidden=8", "--train.epochs=1"]}
     for name, flags in runs.items():
         assert main(["train", "--data", str(data), "--task", "1,19", "--out", str(root / name), "--quiet",
-                     "--config", "none", "--train.joint_dim=8", "--train.joint_epochs=2", *flags]) == 0
+                     "--config", "none", "--model.dim=8", "--train.epochs=2", *flags]) == 0
     return root
 
 
 def test_mix_readers_joins_two_joint_runs_into_one_record_per_task(two_runs, tmp_path):
     results = tmp_path / "mix.jsonl"
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(two_runs / "mn"),
-                          str(two_runs / "words"), "--results", str(results)], capture_output=True, text=True)
+    out = mix_readers(str(two_runs / "mn"), str(two_runs / "words"), "--results", str(results))
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in results.read_text().splitlines()]
     assert [r["task"] for r in records] == [1, 19] and {r["variant"] for r in records} == {"joint_mix"}
@@ -129,18 +138,18 @@ def test_word_map_reads_one_vocabulary_in_the_other():
     assert word_map(a, b).tolist() == [0, 1, 2, 1, 3]
 
 
-def test_memnet_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tmp_path, capsys):
+def test_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tmp_path, capsys):
     """The mixture's answers are the gate's mix of each reader's answers on its own encoding of the
     questions (reader B's vocabulary differs from A's), and eval, inspect and ask load it."""
     out = tmp_path / "mix"
-    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(out)]) == 0
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "mean" in printed and f"wrote {out / 'model.pt'}" in printed
     record = json.loads((out / "metrics.jsonl").read_text())
     assert [r["task"] for r in record["tasks"]] == ["1", "19"] and record["readers"] == ["memn2n", "words"]
 
     model, cfg, vocab, _ = checkpoint.load(out / "model.pt")
-    assert isinstance(model, mixture.Mixture) and cfg.model.type == "memn2n"
+    assert isinstance(model, mixture.Mixture) and cfg.model.type == "mixture"
     a, b = mixture.load_pair(two_runs / "mn", two_runs / "words")
     assert a.vocab.itos != b.vocab.itos  # the memory network's phrase answers are words of its own
     splits = read_splits(cfg.data.dir, [1, 19], cfg.data.valid_fraction)
@@ -165,30 +174,30 @@ def test_memnet_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tm
     assert "readers: memn2n" in capsys.readouterr().out
 
 
-def test_memnet_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
+def test_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.mkdir()
     (taken / "model.pt").write_bytes(b"another run")
-    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(taken)]) == 2
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(taken)]) == 2
     assert "holds another run" in capsys.readouterr().err and (taken / "model.pt").read_bytes() == b"another run"
-    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(two_runs / "mn"), "--force"]) == 2
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(two_runs / "mn"), "--force"]) == 2
     assert "own run folder" in capsys.readouterr().err and checkpoint.load(two_runs / "mn" / "model.pt")
-    assert main(["mix", str(two_runs / "mn"), str(tmp_path / "nothing"), "--out", str(tmp_path / "new")]) == 2
+    assert mix_main([str(two_runs / "mn"), str(tmp_path / "nothing"), "--out", str(tmp_path / "new")]) == 2
     assert "no such checkpoint file" in capsys.readouterr().err and not (tmp_path / "new").exists()
     broken = tmp_path / "broken"
     broken.mkdir()
     (broken / "model.pt").write_text("not a checkpoint\n")
-    assert main(["mix", str(two_runs / "mn"), str(broken), "--out", str(tmp_path / "new")]) == 2
+    assert mix_main([str(two_runs / "mn"), str(broken), "--out", str(tmp_path / "new")]) == 2
     err = capsys.readouterr().err
     assert f"{broken / 'model.pt'}: not a readable memnet checkpoint" in err and "Traceback" not in err
     assert not (tmp_path / "new").exists()
     mix = tmp_path / "mix"  # a mixture is not a reader to mix again
-    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix)]) == 0
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix)]) == 0
     capsys.readouterr()
-    assert main(["mix", str(mix), str(two_runs / "words"), "--out", str(tmp_path / "new")]) == 2
+    assert mix_main([str(mix), str(two_runs / "words"), "--out", str(tmp_path / "new")]) == 2
     assert "already a mixture of two readers" in capsys.readouterr().err and not (tmp_path / "new").exists()
     (mix / "last.pt").write_bytes(b"a file of the run that held the folder")  # --force replaces that run's files
-    assert main(["mix", str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix), "--force"]) == 0
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix), "--force"]) == 0
     assert not (mix / "last.pt").exists() and checkpoint.load(mix / "model.pt")
 
 
@@ -198,9 +207,7 @@ def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):
         generator.write_dataset(data, task, train=40, test=10, seed=0)
     for name, tasks in (("a", "1,17"), ("b", "1")):
         assert main(["train", "--data", str(data), "--task", tasks, "--out", str(tmp_path / name), "--quiet",
-                     "--config", "none", "--model.dim=8", "--train.joint_dim=8", "--train.epochs=1",
-                     "--train.joint_epochs=1"]) == 0
-    out = subprocess.run([sys.executable, str(ROOT / "scripts" / "mix_readers.py"), str(tmp_path / "a"),
-                          str(tmp_path / "b"), "--results", str(tmp_path / "mix.jsonl")], capture_output=True, text=True)
+                     "--config", "none", "--model.dim=8", "--train.epochs=1"]) == 0
+    out = mix_readers(str(tmp_path / "a"), str(tmp_path / "b"), "--results", str(tmp_path / "mix.jsonl"))
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "was trained on tasks 1,17" in out.stderr and not (tmp_path / "mix.jsonl").exists()

@@ -1,12 +1,14 @@
-"""Two joint readers mixed by a gate over the question's words (memnet/mixture.py), as a bench column.
+"""Two joint readers mixed by a gate over the question's words (mix.py), as a bench column.
 
 Each reader is a run folder of `memnet train` on the same tasks (one model for all 20 of them,
 say a memory network and a word reader). The gate is fitted on the valid split and the mixture
-scored on test (`memnet mix` fits the same gate and writes the mixture as a checkpoint); the valid
+scored on test (mix.py fits the same gate and writes the mixture as a checkpoint); the valid
 error a record holds is the fitted gate's, and its
 `crossfit_valid_error` that of gates fitted on the other half of each task's valid questions:
 
-    .venv/bin/python scripts/mix_readers.py runs/joint_memn2n runs/joint_words --variant joint_mix --results mix.jsonl
+    .venv/bin/python -m experiments.readers.mix_readers runs/joint_memn2n runs/joint_words --variant joint_mix --results mix.jsonl
+
+(from the repository root, which puts experiments/ on the path).
 
 One record per task is appended to `--results` in scripts/bench_babi.py's format (hop accuracy
 and hops used: reader A's attention, the memory network's when it is A).
@@ -22,7 +24,8 @@ from typing import Any
 
 import torch
 
-from memnet import babi, mixture
+from experiments.readers import mix as mixture
+from memnet import babi
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
@@ -32,7 +35,7 @@ SPLITS = ("valid", "test")
 
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str, Any]]:
     """Per task of the two readers' runs: the mixture's test, valid and cross-fitted valid error
-    (the gate fitted on valid, as `memnet mix` fits it)."""
+    (the gate fitted on valid, as mix.py fits it)."""
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
     splits = read_splits(data_dir or a.cfg.data.dir, tasks, a.cfg.data.valid_fraction)

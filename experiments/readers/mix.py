@@ -13,13 +13,17 @@ memory network is 97.7% right on its training questions and 90% on valid), so th
 questions cannot tell the gate which reader to trust; questions neither reader has seen can.
 The gate sees no task number: only the question's words.
 
-`memnet mix RUN_A RUN_B --out RUN` (load_pair, fit, payload) writes the mixture as a checkpoint
-that `memnet eval`, `inspect` and `ask` load like any other (memnet.models.mixture);
-scripts/mix_readers.py scores it as a column of the benchmark.
+`python -m experiments.readers.mix RUN_A RUN_B --out RUN` (load_pair, fit, payload; from the
+repository root) writes the mixture as a checkpoint of model.type mixture that `memnet eval`,
+`inspect` and `ask` load like any other with this plug-in loaded (MEMNET_PLUGINS=experiments.readers);
+mix_readers.py scores it as a column of the benchmark.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,13 +31,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from memnet import checkpoint
-from memnet.config import Config
-from memnet.data import Batch, Vocab, task_name, task_number
+from experiments.readers.config import MixtureConfig
+from experiments.readers.mixture import Mixture, mixed, question_words, word_map
+from memnet import babi, checkpoint, official
+from memnet.cli import Parser
+from memnet.cli.common import data_folder
+from memnet.config import Config, DataConfig
+from memnet.data import Batch, Vocab, encode_tasks, read_splits, task_name, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import predict
-from memnet.models import Mixture, Result
-from memnet.models.mixture import mixed, question_words, word_map
+from memnet.models import Result
 
 __all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words", "readers"]
 
@@ -171,13 +178,84 @@ def error(logits: Tensor, answer: Tensor, rows: Tensor) -> float:
 
 
 def payload(model: Mixture, a: Reader, b: Reader, valid_accuracy: float) -> dict[str, Any]:
-    """The mixture's checkpoint (memnet.checkpoint: reader A's config and vocabulary, B's under
-    "mixture")."""
+    """The mixture's checkpoint (memnet.checkpoint): a config of model.type mixture holding both
+    readers' configs and B's vocabulary, reader A's data section and vocabulary; `readers`, the
+    two run folders."""
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    out = checkpoint.model_payload(state, a.cfg, a.vocab, 0, valid_accuracy)
-    out["mixture"] = {"config": b.cfg.to_dict(), "vocab": b.vocab.to_dict(), "readers": [str(a.run), str(b.run)]}
+    model_cfg = MixtureConfig(a=json.dumps(a.cfg.to_dict()), b=json.dumps(b.cfg.to_dict()),
+                              b_vocab=json.dumps(b.vocab.to_dict()))
+    cfg = Config(data=DataConfig(**vars(a.cfg.data)), model=model_cfg)
+    out = checkpoint.model_payload(state, cfg, a.vocab, 0, valid_accuracy)
+    out["readers"] = [str(a.run), str(b.run)]
     return out
 
 
 def mean(rows: list[dict[str, Any]], key: str) -> float:
     return statistics.fmean(r[key] for r in rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Mix two runs into one model: RUN/model.pt and RUN/metrics.jsonl; status 2 and one line on a
+    user's error, as memnet's commands."""
+    parser = Parser(
+        prog="python -m experiments.readers.mix",
+        description="Mix two runs trained on the same tasks (say a joint memory network and a joint word "
+                    "reader, model.type words) into one model: p = g p_A + (1 - g) p_B, the gate g = σ(w · x + c) "
+                    "over the question's words x, fitted on the valid split with both readers frozen. Writes "
+                    "RUN/model.pt, which memnet eval, inspect and ask load like any checkpoint with "
+                    "MEMNET_PLUGINS=experiments.readers (the attention they show is reader A's), and RUN/metrics.jsonl.")
+    parser.add_argument("a", metavar="RUN_A", help="run folder of reader A (memnet train --out): its hops are the ones shown")
+    parser.add_argument("b", metavar="RUN_B", help="run folder of reader B, trained on the same tasks and data")
+    parser.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, unless --force)")
+    parser.add_argument("--data", help="folder of bAbI files (default: the folder reader A was trained on)")
+    parser.add_argument("--force", action="store_true", help="replace the run in --out")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else 2
+    try:
+        return run(args)
+    except MemnetError as e:
+        print(f"mix: error: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    from memnet.run import RunFolder, strict
+
+    out = Path(args.out)
+    for run_folder in (args.a, args.b):
+        if out.resolve() == Path(run_folder).resolve():
+            raise MemnetError(f"{out}: is reader {run_folder}'s own run folder; choose another --out")
+    folder = RunFolder(out, force=args.force)  # refused before any work when it holds another run
+    a, b = load_pair(args.a, args.b)
+    data = data_folder(official.resolve_data_dir(args.data) if args.data else None, a.cfg.data.dir, a.run)
+    tasks = babi.parse_tasks(a.cfg.data.task)
+    samples = read_splits(data, tasks, a.cfg.data.valid_fraction)["valid"]
+    valid = encode_tasks(samples, a.vocab, a.cfg.data.memory_size)
+    if valid is None:
+        raise MemnetError(f"{data}: no valid questions for task {a.cfg.data.task}: the gate is fitted on them")
+    unknown = a.vocab.unknown(s for ss in samples.values() for s in ss)
+    if unknown:
+        print(f"mix: {len(unknown)} word(s) the readers never saw read as <unk>: {' '.join(unknown[:20])}",
+              file=sys.stderr)
+    model, err, rows = fit(a, b, valid, tasks)
+    folder.make()
+    folder.save_model(payload(model, a, b, 1 - err))
+    checkpoint.load(folder.model_path)  # read back: a written mixture loads
+    folder.log(strict({"mixture": [str(a.run), str(b.run)], "readers": list(model.names), "data": str(data),
+                       "valid_error": err, "tasks": rows}))
+    print(f"{'task':>5} {'valid':>6} {'cross':>6} {'A':>6} {'B':>6} {'A share':>7}   (valid error %: the mixture, "
+          f"its gate fitted on the other half, each reader alone)")
+    for r in rows:
+        print(f"{r['task']:>5} {100 * r['valid_error']:6.1f} {100 * r['crossfit_valid_error']:6.1f} "
+              f"{100 * r['valid_error_a']:6.1f} {100 * r['valid_error_b']:6.1f} {r['share_a']:7.2f}")
+    print(f"{'mean':>5} " + " ".join(f"{100 * mean(rows, k):6.2f}" for k in
+                                     ("valid_error", "crossfit_valid_error", "valid_error_a", "valid_error_b")))
+    print(f"wrote {folder.model_path} ({model.names[0]} and {model.names[1]}); test it: "
+          f"MEMNET_PLUGINS=experiments.readers memnet eval --checkpoint {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -52,7 +52,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from memnet.data import Batch
-from memnet.models.dropout import OwnDropout
+from experiments.readers.dropout import OwnDropout
 from memnet.models.result import Result
 
 

@@ -1,4 +1,4 @@
-"""Two trained readers and a gate over the question's words, as one model (`memnet mix`).
+"""Two trained readers and a gate over the question's words, as one model (model.type mixture).
 
     g(q) = σ(w · x(q) + c)                       x(q): which vocabulary words the question has
     p(a | story, q) = g(q) p_A(a) + (1 − g(q)) p_B(a)
@@ -6,17 +6,22 @@
 The batch comes encoded with reader A's vocabulary; reader B reads the same words through its
 own ids (`words`). Attention, hops and halting are reader A's (the memory network, whose hops
 are what inspect shows); the answer, and each hop's answer, is the mixture's, and `share` says
-how much of it is reader A's. memnet.mixture fits w and c.
+how much of it is reader A's. experiments/readers/mix.py fits w and c. The mixture's config
+(MixtureConfig) holds both readers' configs and reader B's vocabulary, so its checkpoint loads
+through the registry like any model's (from_config).
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
+from memnet import config
 from memnet.data import Batch, Vocab
+from memnet.models import build_model
 from memnet.models.result import Result
 
 
@@ -68,3 +73,11 @@ class Mixture(nn.Module):
 
     def forward(self, batch: Batch) -> Result:
         return self.combine(batch, self.a(batch), self.b(self.as_b(batch)))
+
+
+def from_config(cfg: config.Config, vocab: Vocab) -> Mixture:
+    """The mixture a MixtureConfig describes, its gate at g = 1/2 until its weights are loaded;
+    `vocab` is reader A's."""
+    a, b = (config.from_dict(json.loads(text)) for text in (cfg.model.a, cfg.model.b))
+    b_vocab = Vocab.from_dict(json.loads(cfg.model.b_vocab))
+    return Mixture(build_model(a, vocab), build_model(b, b_vocab), word_map(vocab, b_vocab), (a.model.type, b.model.type))

@@ -38,7 +38,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from memnet.data import Batch
-from memnet.models.dropout import OwnDropout
+from experiments.readers.dropout import OwnDropout
 from memnet.models.result import Result
 from memnet.models.transformer import masked_words
 
