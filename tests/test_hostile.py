@@ -390,9 +390,9 @@ def small_data(tmp_path_factory):
     (["show", "{data}", "--task", "21"], "task: expected numbers between 1 and 20"),
     (["check", "{data}", "--show", "-1"], "argument --show: expected a whole number >= 0, found -1"),
     (["check", "{data}/" + QA1], "expected a folder of bAbI files, found a regular file"),
-    (["check", "{data}/missing"], "expected a folder of bAbI files, found no such file or folder"),
+    (["check", "{data}/missing"], "missing: no such data folder, nor an official set's name"),
     (["stats", "{empty}"], "expected bAbI task files"),
-    (["stats", "{data}", "--compare", "{data}/missing"], "missing: expected a folder of bAbI files, found no such file or folder"),
+    (["stats", "{data}", "--compare", "{data}/missing"], "missing: no such data folder, nor an official set's name"),
     (["stats", "{data}", "--compare", "{data}/" + QA1], "expected a folder of bAbI files, found a regular file"),
 ])
 def test_data_command_limits(capsys, small_data, tmp_path, args, message):
