@@ -104,9 +104,17 @@ def _color(args: argparse.Namespace, stream) -> bool:
 
 
 def _warn(tables: list[Table]) -> None:
+    from memnet.safe import cut
+
     unknown = sorted({w for t in tables for w in t.unknown})
     if unknown:
-        print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=sys.stderr)
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        print(f"warning: the model never saw {', '.join(repr(cut(w, 40)) for w in unknown[:10])}{more}; ignored",
+              file=sys.stderr)
+
+
+def _note(note: str) -> None:
+    print(f"note: {note}", file=sys.stderr)
 
 
 def _load(path: str):
@@ -133,7 +141,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     model, cfg, vocab, _ = _load(args.checkpoint)
     if args.story:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
-                             min_probability=args.min_probability, heads=args.heads)]
+                             min_probability=args.min_probability, heads=args.heads, say=_note)]
     else:
         folder, task, questions = _questions(args, cfg)
         if not questions:
@@ -183,7 +191,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     model, cfg, vocab, _ = _load(args.checkpoint)
     color = _color(args, sys.stdout)
     if args.story:
-        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability)]
+        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability,
+                             say=_note)]
         _warn(tables)
         sys.stdout.write(inspect.render(tables, args.format, color=color))
         return 0
