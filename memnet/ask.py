@@ -29,7 +29,7 @@ from typing import Callable, TextIO
 
 import torch
 
-from memnet.babi import Line, Sample, tokenize
+from memnet.babi import Line, Sample, spaced_question, tokenize
 from memnet.config import Config
 from memnet.data import Vocab
 from memnet.errors import MemnetError
@@ -230,6 +230,10 @@ def session(model: torch.nn.Module, vocab: Vocab, cfg: Config, stream: TextIO, o
         if text.lower() in ("quit", "exit"):
             break
         words = tokenize(text)
+        if spaced_question(text) or "\t" in text and text.split("\t")[0].rstrip().endswith("?"):
+            print(f"hint: {_quoted(text)} has words after its '?'; type the question alone (ask needs no answer "
+                  f"or supporting ids; in a story file they follow the question after tabs)", file=out)
+            continue
         if not text.endswith("?") and words and words[0] in _QUESTION_WORDS:
             print(f"hint: {_quoted(text)} reads like a question; end it with '?' to ask it (not added to the story)",
                   file=out)

@@ -249,9 +249,9 @@ def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: floa
         raise MemnetError(f"{folder}: no such data folder")
     splits: dict[str, dict] = {"train": {}, "valid": {}, "test": {}}
     for task in tasks:
-        train = babi.load_split(folder, task, "train")
+        train = _questions(folder, task, "train")
         if babi.find_task_file(folder, task, "valid"):
-            valid = babi.load_split(folder, task, "valid")
+            valid = _questions(folder, task, "valid")
         else:
             order = list(range(len(train)))
             random.Random(0).shuffle(order)
@@ -263,6 +263,17 @@ def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: floa
         test = babi.find_task_file(folder, task, "test")
         splits["test"][task] = list(babi.samples(babi.read_file(test))) if test else []
     return splits
+
+
+def _questions(folder: Path, task: babi.Task, split: str) -> list[babi.Story]:
+    """The stories of a train or valid file, which a run cannot do without: a file with no
+    question is named, rather than found out later as a run with no questions."""
+    stories = babi.load_split(folder, task, split)
+    if not any(story.questions for story in stories):
+        path = babi.find_task_file(folder, task, split)
+        found = "an empty file" if not stories else "no question in it"
+        raise MemnetError(f"{path}: expected the {split} questions of task {task}, found {found}")
+    return stories
 
 
 def encode_tasks(samples_by_task: dict, vocab: Vocab, memory_size: int) -> Batch | None:

@@ -145,13 +145,13 @@ def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRROR
                               f"{len(expected_files())} files missing (first: {missing[0]}); --force replaces it")
         say(f"{target}: already downloaded ({', '.join(SETS)}); --force downloads it again")
         return target
+    if archive is not None and not os.path.isfile(archive):  # before any folder is made
+        raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
     _mkdir(target.parent)
     work = Path(_writing(target.parent, lambda: tempfile.mkdtemp(prefix=".download-", dir=target.parent)))
     try:
         unpacked = work / RELEASE
         if archive is not None:
-            if not Path(archive).is_file():
-                raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
             counts = unpack(archive, unpacked, manifest)
             say(f"read {archive}")
         else:
