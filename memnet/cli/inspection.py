@@ -61,8 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ask", help="type a story and a question; the model answers and shows its attention",
         description="Type story sentences one per line, then a question ending in '?' (line editing and history on "
                     "a terminal). The model says 'cannot answer', with the reason, to a question of a form it was "
-                    "never asked in training, to a story or question with no word it knows, and when its answer's "
-                    "probability is under --min-probability; it lists the forms it knows when it starts.")
+                    "never asked in training, about a name the story never mentions or with a word it never saw, to "
+                    "a story or question with no word it knows, and when its answer's probability is under "
+                    "--min-probability; it lists the forms it knows when it starts. A word it knows in another "
+                    "spelling (colour, grey) is read as its own, with a note.")
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--story", help="answer the question at the end of this story file (bAbI format) and exit")
     p.add_argument("--format", default="text", choices=("text", "markdown", "json"), help="table format (default: text)")
