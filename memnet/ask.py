@@ -140,9 +140,8 @@ def answer(model: torch.nn.Module, vocab: Vocab, cfg: Config, sample: Sample, *,
     the model cannot be asked it, and the table's `declined` set when its answer is less likely
     than `min_probability`. `say` gets a note for each word read in its other spelling."""
     sample, notes = respelled(sample, vocab)
-    for note in notes:
-        if say is not None:
-            say(note)
+    for note in notes if say is not None else ():
+        say(note)
     reason = why_not(sample, vocab)
     if reason:
         raise CannotAnswer(f"cannot answer: {reason}")
