@@ -55,12 +55,30 @@ Task = int | str  # 1..20, or CHAIN
 class BabiFormatError(MemnetError):
     """A file that is not valid bAbI: names the file, the line, what was expected and found."""
 
-    def __init__(self, path: str | os.PathLike | None, lineno: int | None, expected: str, found: str):
+    def __init__(self, path: str | os.PathLike | None, lineno: int | None, expected: str, found: str,
+                 message: str | None = None):
         self.path, self.lineno, self.expected, self.found = path, lineno, expected, found
         where = str(path) if path is not None else "<input>"
         if lineno is not None:
             where += f":{lineno}"
-        super().__init__(f"{where}: expected {expected}, found {found}")
+        super().__init__(f"{where}: {message or f'expected {expected}, found {found}'}")
+
+
+def spaces_for_tabs(path: str | os.PathLike | None, lineno: int | None, text: str) -> BabiFormatError:
+    """The error for a question line whose answer and supporting ids follow it after spaces:
+    read as written, it would be a fact (no tab) or a question without supporting ids."""
+    return BabiFormatError(path, lineno, TAB_FIELDS, "spaces", f"a question line's fields are separated by tabs; "
+                           f"found spaces in {_show(text)} (expected {TAB_FIELDS})")
+
+
+def spaced_question(text: str) -> bool:
+    """'What color is Greg? yellow 5 1 3': a question line, its answer and supporting ids after
+    spaces, with no tab."""
+    return "\t" not in text and _SPACED.fullmatch(text.strip()) is not None
+
+
+TAB_FIELDS = "question<TAB>answer<TAB>supporting ids"
+_SPACED = re.compile(r"[^?]*\? +[^\s?]+( +\d+)+")
 
 
 @dataclass(frozen=True)
@@ -132,6 +150,7 @@ _ID = re.compile(r"(\d+) (.*)")
 
 
 def _show(text: str, limit: int = 60) -> str:
+    """`text` quoted for a message, cut after `limit` characters (a line can be megabytes long)."""
     return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
@@ -159,10 +178,14 @@ def parse_lines(lines: Iterable[str], path: str | os.PathLike | None = None) -> 
             raise BabiFormatError(path, lineno, "a story starting at id 1", f"id {num}")
         elif num != story.lines[-1].id + 1:
             raise BabiFormatError(path, lineno, f"id {story.lines[-1].id + 1} (ids increase by one within a story)", f"id {num}")
+        if spaced_question(rest):
+            raise spaces_for_tabs(path, lineno, rest)
         if "\t" in rest:
             fields = rest.split("\t")
+            if len(fields) == 2 and re.fullmatch(r"\S+( +\d+)+ *", fields[1]):  # 'Where is Mary?\tkitchen 1'
+                raise spaces_for_tabs(path, lineno, rest)
             if len(fields) != 3:
-                raise BabiFormatError(path, lineno, "question<TAB>answer<TAB>supporting ids (3 tab-separated fields)",
+                raise BabiFormatError(path, lineno, f"{TAB_FIELDS} (3 tab-separated fields)",
                                       f"{len(fields)} field(s) in {_show(rest)}")
             question, answer, support_text = fields
             question, answer = question.strip(), answer.strip()

@@ -6,7 +6,8 @@ half a file), read back with torch.load(weights_only=True) (no pickled code runs
     format       "memnet-3"
     state_dict   the model's parameters (the restart chosen on validation)
     config       the resolved Config as a dict
-    vocab        {"itos": [...], "answers": [...], "question_forms": [...]} (forms: memnet.forms)
+    vocab        {"itos": [...], "answers": [...], "question_forms": [...], "mentioned": {form: [...]}}
+                 (forms and the X the story must mention: memnet.forms)
     step         optimizer steps taken
     best_metric  validation accuracy of these weights
     restarts     the restarts these weights are (the best first; several in an ensemble): each

@@ -31,14 +31,14 @@ import dataclasses
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 import torch
 
 from memnet import babi
 from memnet.babi import CHAIN, Sample, tokenize
 from memnet.errors import MemnetError
-from memnet.forms import question_forms
+from memnet.forms import in_story, mentioned as mentioned_slots, question_forms
 
 PAD, UNK = "<pad>", "<unk>"
 
@@ -47,13 +47,17 @@ class Vocab:
     """Words (itos/stoi, id 0 = padding, 1 = unknown), answer classes (answer strings) and the
     forms of the training questions (memnet.forms: what the model can be asked)."""
 
-    def __init__(self, itos: Sequence[str], answers: Sequence[str], forms: Sequence[str] | None = None):
+    def __init__(self, itos: Sequence[str], answers: Sequence[str], forms: Sequence[str] | None = None,
+                 mentioned: Mapping[str, Sequence[int]] | None = None):
         self.itos = list(itos)
         self.stoi = {w: i for i, w in enumerate(self.itos)}
         self.answers = list(answers)
         self.answer_index = {a: i for i, a in enumerate(self.answers)}
         # the training questions' forms (memnet.forms); None in checkpoints written before them
         self.forms = None if forms is None else list(forms)
+        # {form: positions of the X the story must mention} (memnet.forms.mentioned); None in
+        # checkpoints written before it
+        self.mentioned = None if mentioned is None else {f: list(p) for f, p in mentioned.items()}
 
     @classmethod
     def build(cls, samples: Iterable[Sample], every_word: bool = False, phrases: bool = False) -> Vocab:
@@ -62,17 +66,26 @@ class Vocab:
         `phrases`, an answer of several words ('n,e') is one more vocabulary word, so its class
         has its own row of W (as in the paper's code) instead of the sum of its words' rows, which
         cannot tell 'n,e' from 'e,n'; a story never contains it."""
-        words, answers, questions = set(), set(), []
+        words, answers = set(), set()
+        found: dict[tuple[str, ...], frozenset[int]] = {}  # question -> positions every story of it mentions
+        told: dict[str, list[str]] = {}  # a fact's words: a story's questions share its facts
         for s in samples:
-            questions.append(s.question.text)
-            for line in (*s.facts, s.question):
-                words.update(tokenize(line.text))
+            story = set()
+            for line in s.facts:
+                if line.text not in told:
+                    told[line.text] = tokenize(line.text)
+                story.update(told[line.text])
+            question = tuple(tokenize(s.question.text))
+            words.update(story, question)
+            here = in_story(question, story)
+            found[question] = found[question] & here if question in found else here
             answer = normalize_answer(s.question.answer)
             answers.add(answer)
             words.update(answer.split(","))  # answer words are vocabulary words: W is tied to C^K
         multi = {a for a in answers if "," in a} if phrases else set()
+        forms = question_forms(" ".join(q) for q in found)
         return cls([PAD, UNK, *sorted(words | multi)], sorted(answers | words if every_word else answers),
-                   question_forms(questions))
+                   forms, mentioned_slots(found, forms))
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -96,11 +109,13 @@ class Vocab:
 
     def to_dict(self) -> dict:
         forms = {} if self.forms is None else {"question_forms": self.forms}
+        if self.mentioned is not None:
+            forms["mentioned"] = self.mentioned
         return {"itos": self.itos, "answers": self.answers, **forms}
 
     @classmethod
     def from_dict(cls, d: dict) -> Vocab:
-        return cls(d["itos"], d["answers"], d.get("question_forms"))
+        return cls(d["itos"], d["answers"], d.get("question_forms"), d.get("mentioned"))
 
 
 def normalize_answer(answer: str) -> str:
@@ -234,9 +249,9 @@ def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: floa
         raise MemnetError(f"{folder}: no such data folder")
     splits: dict[str, dict] = {"train": {}, "valid": {}, "test": {}}
     for task in tasks:
-        train = babi.load_split(folder, task, "train")
+        train = _questions(folder, task, "train")
         if babi.find_task_file(folder, task, "valid"):
-            valid = babi.load_split(folder, task, "valid")
+            valid = _questions(folder, task, "valid")
         else:
             order = list(range(len(train)))
             random.Random(0).shuffle(order)
@@ -248,6 +263,17 @@ def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: floa
         test = babi.find_task_file(folder, task, "test")
         splits["test"][task] = list(babi.samples(babi.read_file(test))) if test else []
     return splits
+
+
+def _questions(folder: Path, task: babi.Task, split: str) -> list[babi.Story]:
+    """The stories of a train or valid file, which a run cannot do without: a file with no
+    question is named, rather than found out later as a run with no questions."""
+    stories = babi.load_split(folder, task, split)
+    if not any(story.questions for story in stories):
+        path = babi.find_task_file(folder, task, split)
+        found = "an empty file" if not stories else "no question in it"
+        raise MemnetError(f"{path}: expected the {split} questions of task {task}, found {found}")
+    return stories
 
 
 def encode_tasks(samples_by_task: dict, vocab: Vocab, memory_size: int) -> Batch | None:

@@ -13,11 +13,21 @@ identical but for that one word ("greg" / "lily"). Function words never vary alo
 fits a form when it has as many words and each word equals the form's, or stands where the
 form has X (any word, a name the model never saw included). A form that another one covers
 is dropped.
+
+Some of a form's X are names the story must mention: "what color is X" asks about someone the
+story told of, and a model asked about Greg with no Greg in the story can only invent. Others
+need not be: "is X in the X" may ask about a place the story never names (the answer is then
+no), and "is the X X X the X X" about a relation (above) the story tells the other way round
+(below). Which X are which is read off the training data, not listed by task: an X is
+*mentioned* when every training question of the form has, at that place, a word of its own story.
+
+    "what color is greg" after "Greg is a frog." ...     ->  what color is X: X at 3 mentioned
+    "is john in the office" after "John went home." ...  ->  is X in the X: only 1 mentioned
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from memnet.babi import tokenize
 
@@ -45,3 +55,26 @@ def fits(question: str, form: str) -> bool:
 def known_form(question: str, forms: Sequence[str]) -> str | None:
     """The first of `forms` that `question` fits, or None."""
     return next((f for f in forms if fits(question, f)), None)
+
+
+def in_story(question: Sequence[str], story: set[str]) -> frozenset[int]:
+    """Positions of the question's words (tokenize's) that the story holds."""
+    return frozenset(i for i, w in enumerate(question) if w in story)
+
+
+def mentioned(found: Mapping[tuple[str, ...], frozenset[int]], forms: Sequence[str]) -> dict[str, list[int]]:
+    """{form: positions of its X that every training question of the form filled with a word of
+    its story}; `found`: each training question's words -> the positions its stories held, in all
+    of them (in_story, intersected over the question's samples)."""
+    held: dict[str, set[int]] = {}
+    for words, positions in found.items():
+        form = known_form(" ".join(words), forms)
+        if form is None:  # not a training question's form: nothing to learn from it
+            continue
+        held[form] = held.get(form, set(slots(form))) & positions
+    return {form: sorted(held.get(form, ())) for form in forms}
+
+
+def slots(form: str) -> list[int]:
+    """Positions of the form's X."""
+    return [i for i, p in enumerate(form.split()) if p == SLOT]

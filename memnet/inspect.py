@@ -24,6 +24,7 @@ import dataclasses
 import io
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -168,8 +169,12 @@ def read_story(path: str | os.PathLike) -> Sample:
     last = lines[end]
     has_answer = "\t" in last
     if not has_answer:
+        if babi.spaced_question(last):
+            parse_lines(lines[:end], path)  # an error above it comes first
+            raise babi.spaces_for_tabs(path, end + 1, re.sub(r"^\d+\s+", "", last.strip()))
         if not last.rstrip().endswith("?"):
-            raise MemnetError(f"{path}:{end + 1}: expected the story to end with a question ending in '?', found {last!r}")
+            raise MemnetError(f"{path}:{end + 1}: expected the story to end with a question ending in '?', "
+                              f"found {babi._show(last)}")
         lines[end] = last.rstrip() + "\t?\t"  # a placeholder answer, dropped below
     try:
         story = parse_lines(lines, path)[-1]

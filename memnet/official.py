@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import bz2
+import difflib
 import errno
 import gzip
 import hashlib
@@ -100,14 +101,24 @@ def official_dir(checkout: str | os.PathLike) -> Path:
 
 def resolve_data_dir(text: str) -> str:
     """A --data value: a path that exists is used as given; a set name (en-valid, hn-10k, ...)
-    with no such folder here stands for the downloaded copy of that set."""
-    if text not in SETS or Path(text).exists():
+    with no such folder here stands for the downloaded copy of that set. Anything else is a
+    MemnetError that lists the set names, suggests the nearest and says how to download them:
+    a misspelled name (en-vaild) and a folder that only exists elsewhere (../shared/babi/en-valid)
+    both get the name they meant."""
+    if os.path.lexists(text):  # whatever stands there (a file, a broken link): the command says what it is
         return text
-    folder = release_dir() / text
-    if not folder.is_dir():
-        raise MemnetError(f"{text}: expected a folder, or an official set downloaded to {release_dir()}; "
-                          "found neither (run `memnet data download`)")
-    return str(folder)
+    if text in SETS:
+        folder = release_dir() / text
+        if folder.is_dir():
+            return str(folder)
+        raise MemnetError(f"{text}: no such folder here, and the official set {text} is not downloaded to "
+                          f"{release_dir()}: `memnet data download` fetches it (--dir or $MEMNET_DATA: elsewhere)")
+    name = Path(text).name
+    nearest = name if name in SETS else next(iter(difflib.get_close_matches(name.lower(), SETS, n=1, cutoff=0.6)), None)
+    meant = f"did you mean {nearest}? " if nearest else ""
+    shown = text if len(text) <= 80 else text[:79] + "…"
+    raise MemnetError(f"{shown}: no such data folder, nor an official set's name ({', '.join(SETS)}); {meant}"
+                      "`memnet data download` fetches the official sets, then --data takes their names")
 
 
 def data_dir_arg(text: str) -> str:
@@ -134,13 +145,13 @@ def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRROR
                               f"{len(expected_files())} files missing (first: {missing[0]}); --force replaces it")
         say(f"{target}: already downloaded ({', '.join(SETS)}); --force downloads it again")
         return target
+    if archive is not None and not os.path.isfile(archive):  # before any folder is made
+        raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
     _mkdir(target.parent)
     work = Path(_writing(target.parent, lambda: tempfile.mkdtemp(prefix=".download-", dir=target.parent)))
     try:
         unpacked = work / RELEASE
         if archive is not None:
-            if not Path(archive).is_file():
-                raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
             counts = unpack(archive, unpacked, manifest)
             say(f"read {archive}")
         else:

@@ -31,6 +31,8 @@ FILES = ("config.yaml", "metrics.jsonl", "model.pt", "last.pt")
 class RunFolder:
     def __init__(self, path: str | Path, *, resume: bool = False, force: bool = False,
                  config_source: str | Path | None = None):
+        if not str(path):  # Path('') is the current folder: a run would land among whatever is there
+            raise MemnetError("--out: expected a run folder, found an empty string (write . for the current folder)")
         self.path, self.resume, self.force = Path(path), resume, force
         if self.path.exists() and not self.path.is_dir():
             raise MemnetError(f"{self.path}: expected a run folder, found a file")

@@ -46,6 +46,23 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
+def qa1_run(tmp_path_factory) -> dict[str, Path]:
+    """A tiny qa1 model (a few seconds of training, far from solving the task), for what `ask`
+    must decline whatever the model learned: {data, checkpoint}."""
+    from memnet import config, generator
+    from memnet.run import RunFolder
+    from memnet.train import train
+
+    root = tmp_path_factory.mktemp("qa1_run")
+    generator.write_dataset(root / "data", 1, train=200, test=20, seed=0)
+    cfg = config.load(None, {"data.dir": str(root / "data"), "data.task": "1", "train.epochs": 2,
+                             "train.eval_every": 2, "train.linear_start_epochs": 0, "train.restarts": 1,
+                             "train.threads": 1})
+    train(cfg, RunFolder(root / "run"), progress=False)
+    return {"data": root / "data", "checkpoint": root / "run" / "model.pt"}
+
+
+@pytest.fixture(scope="session")
 def tiny(tmp_path_factory):
     """qa1 in the en-valid layout, generated: 100 stories of train (500 questions), 20 of valid and test."""
     folder = tmp_path_factory.mktemp("qa1")

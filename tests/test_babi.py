@@ -300,3 +300,24 @@ def test_mutated_files_parse_or_raise_the_format_error(tmp_path_factory, text, d
         ids = {line.id: line for line in story.lines}
         for q in story.questions:
             assert q.answer and all(s < q.id and not ids[s].is_question for s in q.support)
+
+
+# ---------------------------------------------------------------- spaces where tabs belong
+
+@pytest.mark.parametrize("line, shown", [
+    ("2 What color is Greg? yellow 1", "'What color is Greg? yellow 1'"),  # no tab at all: it would read as a fact
+    ("2 Where is Mary?  kitchen,milk 1 1", "'Where is Mary?  kitchen,milk 1 1'"),
+    ("2 Where is Mary?\tkitchen 1", "'Where is Mary?\\tkitchen 1'"),  # the second tab a space
+])
+def test_spaces_where_tabs_belong_say_so(line, shown):
+    with pytest.raises(BabiFormatError) as e:
+        babi.parse_lines(["1 Mary went to the kitchen.", line], "qa1_train.txt")
+    assert str(e.value) == (f"qa1_train.txt:2: a question line's fields are separated by tabs; found spaces in {shown} "
+                            "(expected question<TAB>answer<TAB>supporting ids)")
+
+
+def test_a_question_mark_without_an_answer_after_it_is_no_spacing_error():
+    stories = babi.parse_lines(["1 Is it? Mary asked."])
+    assert stories[0].lines == [babi.Line(1, "Is it? Mary asked.")]
+    with pytest.raises(BabiFormatError, match="3 tab-separated fields"):  # an answer, no supporting ids: not spaces
+        babi.parse_lines(["1 Mary went home.", "2 Where is Mary?\thome"])

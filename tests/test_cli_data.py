@@ -76,7 +76,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "qa1_train.txt:2: expected supporting ids among the story's earlier lines 1..1, found id 9" in err
     assert main(["stats", str(tmp_path / "missing")]) == 2
-    assert "expected a folder of bAbI files, found no such file or folder" in capsys.readouterr().err
+    assert "missing: no such data folder, nor an official set's name (en, en-10k" in capsys.readouterr().err
     assert main(["generate", "--task", "21", "--out", str(tmp_path / "x")]) == 2
     assert "between 1 and 20" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()

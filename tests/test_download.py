@@ -355,21 +355,45 @@ def test_set_names_stand_for_the_downloaded_copy(source, tmp_path, home, capsys,
     monkeypatch.chdir(tmp_path)
     assert main(["show", "en-valid", "--task", "1"]) == 2
     err = one_line_error(capsys)
-    assert f"en-valid: expected a folder, or an official set downloaded to {home / RELEASE}; found neither " \
-           "(run `memnet data download`)" in err
+    assert f"en-valid: no such folder here, and the official set en-valid is not downloaded to {home / RELEASE}: " \
+           "`memnet data download` fetches it" in err
     assert main(["train", "--data", "hn-10k", "--out", "run"]) == 2 and "memnet data download" in one_line_error(capsys)
 
     assert download("--from", str(pack(source, tmp_path / "good.tar.gz"))) == 0
     capsys.readouterr()
     assert official.resolve_data_dir("en-valid") == str(home / RELEASE / "en-valid")
     assert official.resolve_data_dir("hn-10k") == str(home / RELEASE / "hn-10k")
-    assert official.resolve_data_dir("somewhere/else") == "somewhere/else"  # not a set's name: left to the command
+    (tmp_path / "somewhere" / "else").mkdir(parents=True)
+    assert official.resolve_data_dir("somewhere/else") == "somewhere/else"  # a folder here: as given
     assert main(["show", "en-valid", "--task", "1", "--split", "valid", "-n", "1"]) == 0
     assert "qa1_valid.txt: story 1 of 1" in capsys.readouterr().out
     shutil.copytree(source / RELEASE / "en", tmp_path / "en")  # a folder of that name here wins
     (tmp_path / "en" / "qa2_two-supporting-facts_train.txt").write_text("1 Here is here.\n2 Where? \there\t1\n")
     assert official.resolve_data_dir("en") == "en"
     assert main(["show", "en", "--task", "2"]) == 0 and "Here is here." in capsys.readouterr().out
+
+
+SET_NAMES = "(en, en-10k, hn, hn-10k, shuffled, shuffled-10k, en-valid, en-valid-10k)"
+
+
+@pytest.mark.parametrize("argv, given, nearest", [
+    (["train", "--data", "en-vaild", "--task", "1", "--out", "run"], "en-vaild", "en-valid"),
+    (["train", "--data", "../shared/babi/en-valid", "--task", "1", "--out", "run"], "../shared/babi/en-valid", "en-valid"),
+    (["eval", "--checkpoint", "run", "--data", "hn10k"], "hn10k", "hn-10k"),
+    (["show", "EN", "--task", "1"], "EN", "en"),
+    (["check", "nowhere"], "nowhere", None),
+    (["stats", "en-valid-10k", "--compare", "shuffle"], "shuffle", "shuffled"),
+])
+def test_a_missing_folder_or_unknown_set_names_the_sets_the_nearest_and_the_download(tmp_path, home, capsys,
+                                                                                       monkeypatch, argv, given, nearest):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "en-valid-10k").mkdir()  # a folder of that name here: used as given
+    assert main(argv) == 2
+    err = one_line_error(capsys)
+    assert f"error: {given}: no such data folder, nor an official set's name {SET_NAMES}; " in err
+    assert (f"did you mean {nearest}? " in err) == (nearest is not None) and err.count("did you mean") <= 1
+    assert err.endswith("`memnet data download` fetches the official sets, then --data takes their names\n")
+    assert list(tmp_path.iterdir()) == [tmp_path / "en-valid-10k"]  # nothing written
 
 
 def test_official_dir_finds_the_download(source, tmp_path, home, monkeypatch):

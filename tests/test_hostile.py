@@ -23,6 +23,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import signal
 import stat
 import subprocess
@@ -390,9 +391,9 @@ def small_data(tmp_path_factory):
     (["show", "{data}", "--task", "21"], "task: expected numbers between 1 and 20"),
     (["check", "{data}", "--show", "-1"], "argument --show: expected a whole number >= 0, found -1"),
     (["check", "{data}/" + QA1], "expected a folder of bAbI files, found a regular file"),
-    (["check", "{data}/missing"], "expected a folder of bAbI files, found no such file or folder"),
+    (["check", "{data}/missing"], "missing: no such data folder, nor an official set's name"),
     (["stats", "{empty}"], "expected bAbI task files"),
-    (["stats", "{data}", "--compare", "{data}/missing"], "missing: expected a folder of bAbI files, found no such file or folder"),
+    (["stats", "{data}", "--compare", "{data}/missing"], "missing: no such data folder, nor an official set's name"),
     (["stats", "{data}", "--compare", "{data}/" + QA1], "expected a folder of bAbI files, found a regular file"),
 ])
 def test_data_command_limits(capsys, small_data, tmp_path, args, message):
@@ -701,3 +702,131 @@ def test_eval_warns_about_a_checkpoint_with_weights_that_are_not_finite(capsys, 
     checkpoint.write(tmp_path / "nan.pt", {k: v for k, v in payload.items() if k != "format"})
     code, _, err = run(capsys, "eval", "--checkpoint", tmp_path / "nan.pt", "--data", inspect_run["data"])
     assert code == 0 and "holds weights that are not finite (tables): its answers mean nothing" in err
+
+
+# ---------------------------------------------------------------------------- errors that point at the cause
+
+SPACED = "1 Brian is a frog.\n2 Lily is gray.\n3 What color is Brian? gray 1 2\n"  # the README's seed, tabs lost
+
+
+@pytest.mark.parametrize("command", ["inspect", "ask"])
+def test_a_story_file_with_spaces_for_tabs_says_so(capsys, inspect_run, tmp_path, command):
+    path = tmp_path / "seed.txt"
+    for text, line in [(SPACED, 3), (SPACED.replace("3 What", "3 What color is Greg? white 1\n4 What"), 3)]:
+        path.write_text(text)
+        code, out, err = run(capsys, command, "--checkpoint", inspect_run["checkpoint"], "--story", path)
+        assert_one_line(code, err, command, f"{path}:{line}: a question line's fields are separated by tabs; found spaces")
+        assert out == ""
+
+
+@pytest.mark.parametrize("command", ["show", "stats", "check"])
+def test_a_task_file_with_spaces_for_tabs_says_so(capsys, tmp_path, command):
+    (tmp_path / QA16_TEST.replace("test", "train")).write_text(SPACED)
+    code, out, err = run(capsys, command, tmp_path)
+    message = f"{tmp_path / QA16_TEST.replace('test', 'train')}:3: a question line's fields are separated by tabs; found spaces"
+    if command == "check":
+        assert code == 1 and err == "" and out.startswith(f"FAIL {message}")
+    else:
+        assert_one_line(code, err, command, message)
+
+
+def test_ask_hints_at_an_answer_typed_after_the_question(capsys, inspect_run, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO("Brian is a frog.\nWhat color is Brian? gray 1\n"
+                                                 "What color is Brian?\tgray\t1\n"))
+    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"])
+    assert code == 0 and out.count("has words after its '?'; type the question alone") == 2 and "Q: " not in out
+
+
+@pytest.mark.parametrize("split", ["train", "valid"])
+@pytest.mark.parametrize("text, found", [("", "an empty file"), ("1 Mary went to the kitchen.\n", "no question in it")])
+def test_an_empty_train_or_valid_file_is_named(capsys, tiny, tmp_path, split, text, found):
+    data = tmp_path / "data"
+    shutil.copytree(tiny, data)
+    (data / f"qa1_{split}.txt").write_text(text)
+    code, _, err = run(capsys, "train", "--data", data, "--task", "1", "--out", tmp_path / "run", "--quiet")
+    assert_one_line(code, err, "train", f"{data / f'qa1_{split}.txt'}: expected the {split} questions of task 1, found {found}")
+    assert "no training questions" not in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--data", "{tiny}", "--task", "1", "--out", ""],
+    ["generate", "--task", "1", "--out", ""],
+    ["inspect", "--checkpoint", "{model}", "--out", ""],
+    ["report", "--checkpoint", "{model}", "--out", ""],
+    ["mix", "{run}", "{run}", "--out", ""],
+    ["data", "download", "--dir", "", "--from", "x.tar.gz"],
+], ids=lambda argv: argv[0] if argv[0] != "data" else "data download")
+def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, inspect_run, tiny, tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    values = {"tiny": tiny, "model": inspect_run["checkpoint"], "run": inspect_run["checkpoint"].parent}
+    code, out, err = run(capsys, *[a.format(**values) for a in argv])
+    flag = "--dir" if argv[0] == "data" else "--out"
+    assert_one_line(code, err, argv[0], f"{flag}: expected a path, found an empty string (write . for the current folder)")
+    assert out == "" and files(tmp_path) == {}
+
+
+def test_an_empty_checkpoint_path_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "model.pt").write_text("not the checkpoint anyone named")
+    code, _, err = run(capsys, "ask", "--checkpoint", "")
+    assert_one_line(code, err, "ask", "argument --checkpoint: expected a checkpoint file or a run folder, found an empty string")
+
+
+def test_a_run_folder_of_an_empty_path_is_refused():
+    from memnet.errors import MemnetError
+    from memnet.run import RunFolder
+    with pytest.raises(MemnetError, match="--out: expected a run folder, found an empty string"):
+        RunFolder("")
+
+
+HUGE = "x" * 3_000_000  # a word of megabytes: a message names it, it does not echo it
+
+
+@pytest.mark.parametrize("argv", [
+    ["train", "--data", "{tiny}", "--task", HUGE, "--out", "{tmp}/run"],
+    ["train", "--data", HUGE, "--out", "{tmp}/run"],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "{tmp}/run", "--config", HUGE],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "{tmp}/run", "--model.dim=" + HUGE],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "{tmp}/" + HUGE],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "{tmp}/run", "--model." + HUGE + "=3"],
+    ["inspect", "--checkpoint", HUGE],
+    ["inspect", "--checkpoint", "{model}", "--story", HUGE],
+    ["show", HUGE],
+    ["generate", "--task", HUGE, "--out", "{tmp}/g"],
+    ["eval", "--checkpoint", "{model}", "--split", HUGE],
+    ["data", "download", "--from", HUGE, "--dir", "{tmp}/home"],
+], ids=lambda argv: " ".join(a if len(a) < 40 else "HUGE" for a in argv[:1] + [a for a in argv[1:] if HUGE in a]))
+def test_a_huge_word_in_a_flag_is_cut_in_the_message(capsys, inspect_run, tiny, tmp_path, argv):
+    values = {"{tiny}": str(tiny), "{model}": str(inspect_run["checkpoint"]), "{tmp}": str(tmp_path)}
+    code, out, err = run(capsys, *[values.get(a[:a.index("}") + 1], "") + a[a.index("}") + 1:] if a.startswith("{") else a
+                                   for a in argv])
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err[:500]
+    assert len(err) < 2000 and "xxx…" in err, err[:500]
+    assert [p.name for p in tmp_path.iterdir()] == []  # nothing written
+
+
+@pytest.mark.parametrize("command", ["inspect", "ask"])
+@pytest.mark.parametrize("story, message", [
+    (f"1 Brian is a frog.\n2 Greg is a frog.\n3 What color is {HUGE}?\n", "cannot answer: the story never mentions xxx"),
+    (f"1 Brian is a frog.\n2 Greg is a frog.\n3 What color is Greg? {HUGE} 1\n", ":3: a question line's fields are "
+                                                                               "separated by tabs; found spaces in 'What"),
+    (f"1 Brian is a frog.\n2 Greg is a frog.\n3 {HUGE}\n", ":3: expected the story to end with a question ending in '?'"),
+    (f"1 Brian is a frog.\n2 Greg is a frog.\n3 What color {HUGE} Greg?\n", "cannot answer: the model was never asked"),
+], ids=["name", "spaced answer", "no question", "form"])
+def test_a_huge_word_in_a_story_is_cut_in_the_message(capsys, inspect_run, tmp_path, command, story, message):
+    path = tmp_path / "story.txt"
+    path.write_text(story)
+    code, out, err = run(capsys, command, "--checkpoint", inspect_run["checkpoint"], "--story", path)
+    assert_one_line(code, err, command, message)
+    assert len(err) < 1000 and ("…" in err or "..." in err) and out == ""
+
+
+def test_a_huge_word_typed_to_ask_is_cut(capsys, inspect_run, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO(f"Brian is a frog.\nGreg is {HUGE}.\nWhat color is {HUGE}?\n"
+                                                 f"{HUGE}?\nWhat {HUGE}\n"))
+    code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], "--min-probability", 0)
+    assert code == 0 and len(out) + len(err) < 3000, (out[:300], err[:300])
+    assert err == f"warning: the model never saw '{'x' * 39}…'; ignored\n"
+    assert f"cannot answer: the model never saw '{'x' * 39}…' in training" in out
+    assert f"cannot answer: the question '{'x' * 39}…' has no word the model knows" in out
+    assert f"hint: 'What {'x' * 34}…' reads like a question" in out

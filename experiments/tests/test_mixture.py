@@ -169,7 +169,8 @@ def test_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tmp_path,
     assert main(["inspect", "--checkpoint", str(out), "--task", "19", "--index", "0"]) == 0
     assert "readers: memn2n" in capsys.readouterr().out
     story = tmp_path / "story.txt"
-    story.write_text(splits["test"][1][0].facts[0].text.join(["1 ", ".\n"]) + "2 " + splits["test"][1][0].question.text + "\n")
+    sample = splits["test"][1][0]  # its supporting fact alone: a story that mentions whom the question asks about
+    story.write_text(sample.facts[sample.support_positions[0]].text.join(["1 ", ".\n"]) + "2 " + sample.question.text + "\n")
     assert main(["ask", "--checkpoint", str(out), "--story", str(story)]) == 0
     assert "readers: memn2n" in capsys.readouterr().out
 

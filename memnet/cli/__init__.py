@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 
 from memnet import __version__, registry
@@ -22,11 +23,16 @@ from memnet.errors import MemnetError
 MODULES = ["data", "training", "inspection"]
 
 
+# the flags (by dest) that name a file or folder: an empty string there is refused before any work
+PATHS = {"out": "--out", "data": "--data", "story": "--story", "config": "--config", "dir": "DIR",
+         "compare": "--compare", "archive": "--from", "a": "RUN_A", "b": "RUN_B"}
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with its error as one line: 'memnet generate: error: argument --train: ...'."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {shortened(message)} (see {self.prog} --help)\n")
 
 
 def integer(lo: int, hi: int | None = None):
@@ -78,6 +84,10 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error argparse has printed: its status, as for any command
         return e.code if isinstance(e.code, int) else 2
+    empty = next((name for name in PATHS if getattr(args, name, None) == ""), None)
+    if empty is not None:  # Path('') is the current folder: a run or a file would land there unasked
+        flag = "--dir" if args.command == "data" else PATHS[empty]
+        return _fail(args.command, f"{flag}: expected a path, found an empty string (write . for the current folder)")
     try:
         status = args.func(args) or 0
     except MemnetError as e:
@@ -104,8 +114,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _fail(command: str, message: str) -> int:
-    print(f"memnet {command}: error: {message}", file=sys.stderr)
+    print(f"memnet {command}: error: {shortened(message)}", file=sys.stderr)
     return 2
+
+
+LONGEST = 200  # characters of one word in an error message; a typed or read word can be megabytes long
+
+
+def shortened(message: str) -> str:
+    """`message` with every word (a run of non-blanks) longer than LONGEST cut, an ellipsis
+    marking the cut: an error names its input, it does not echo megabytes of it."""
+    def cut(m: re.Match) -> str:
+        word = m.group(0)
+        return word[: LONGEST // 2] + "…" + re.search(r"[^\w/]{0,3}$", word).group(0)  # a closing quote or colon stays
+
+    return re.sub(rf"\S{{{LONGEST + 1},}}", cut, message)
 
 
 def _silence_stdout() -> None:

@@ -1,6 +1,7 @@
 """What the commands that read a trained model share: where the checkpoint and the data are."""
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 from memnet.errors import MemnetError
@@ -10,8 +11,13 @@ CHECKPOINT_HELP = "a trained model: RUN/model.pt, or the run folder RUN"
 
 def checkpoint_file(arg: str) -> Path:
     """--checkpoint: a run folder stands for its model.pt (an argparse type)."""
+    if not arg:  # Path('') is the current folder
+        raise argparse.ArgumentTypeError("expected a checkpoint file or a run folder, found an empty string")
     path = Path(arg)
-    return path / "model.pt" if path.is_dir() and (path / "model.pt").exists() else path
+    try:
+        return path / "model.pt" if path.is_dir() and (path / "model.pt").exists() else path
+    except OSError:  # a name too long to look up: loading it says so
+        return path
 
 
 def data_folder(given: str | None, stored: str, checkpoint: str | Path) -> str:

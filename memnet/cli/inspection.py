@@ -61,8 +61,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "ask", help="type a story and a question; the model answers and shows its attention",
         description="Type story sentences one per line, then a question ending in '?' (line editing and history on "
                     "a terminal). The model says 'cannot answer', with the reason, to a question of a form it was "
-                    "never asked in training, to a story or question with no word it knows, and when its answer's "
-                    "probability is under --min-probability; it lists the forms it knows when it starts.")
+                    "never asked in training, about a name the story never mentions or with a word it never saw, to "
+                    "a story or question with no word it knows, and when its answer's probability is under "
+                    "--min-probability; it lists the forms it knows when it starts. A word it knows in another "
+                    "spelling (colour, grey) is read as its own, with a note.")
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--story", help="answer the question at the end of this story file (bAbI format) and exit")
     p.add_argument("--format", default="text", choices=("text", "markdown", "json"), help="table format (default: text)")
@@ -104,9 +106,17 @@ def _color(args: argparse.Namespace, stream) -> bool:
 
 
 def _warn(tables: list[Table]) -> None:
+    from memnet.safe import cut
+
     unknown = sorted({w for t in tables for w in t.unknown})
     if unknown:
-        print(f"warning: the model never saw {', '.join(map(repr, unknown))}; ignored", file=sys.stderr)
+        more = f" and {len(unknown) - 10} more" if len(unknown) > 10 else ""
+        print(f"warning: the model never saw {', '.join(repr(cut(w, 40)) for w in unknown[:10])}{more}; ignored",
+              file=sys.stderr)
+
+
+def _note(note: str) -> None:
+    print(f"note: {note}", file=sys.stderr)
 
 
 def _load(path: str):
@@ -133,7 +143,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     model, cfg, vocab, _ = _load(args.checkpoint)
     if args.story:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
-                             min_probability=args.min_probability, heads=args.heads)]
+                             min_probability=args.min_probability, heads=args.heads, say=_note)]
     else:
         folder, task, questions = _questions(args, cfg)
         if not questions:
@@ -183,7 +193,8 @@ def cmd_ask(args: argparse.Namespace) -> int:
     model, cfg, vocab, _ = _load(args.checkpoint)
     color = _color(args, sys.stdout)
     if args.story:
-        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability)]
+        tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), min_probability=args.min_probability,
+                             say=_note)]
         _warn(tables)
         sys.stdout.write(inspect.render(tables, args.format, color=color))
         return 0
