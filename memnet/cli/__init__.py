@@ -18,8 +18,8 @@ from memnet import __version__
 from memnet.errors import MemnetError
 
 # modules that each define register(subparsers): data (generate, show, stats, check),
-# training (train, eval), inspection (inspect, report, ask)
-MODULES = ["data", "training", "inspection"]
+# training (train, eval), inspection (inspect, report, ask), bench
+MODULES = ["data", "training", "inspection", "bench"]
 
 
 class Parser(argparse.ArgumentParser):
