@@ -41,6 +41,7 @@ JOB_KEYS = ("data.dir", "data.task", "train.seed")  # what each job sets, so no 
 # what every record holds, and its type (bool is an int to JSON: told apart below)
 FIELDS = {"preset": str, "preset_hash": str, "task": int, "set": int, "valid_error": float, "test_error": float,
           "mean_hops": float, "hop_accuracy": list}
+KINDS = {str: "a string", int: "a whole number", float: "a number", list: "a list"}
 
 
 def find_preset(name: str) -> Path:
@@ -229,7 +230,7 @@ def check_record(line: str, where: str) -> dict[str, Any]:
         value = record.get(name)
         ok = isinstance(value, (int, float) if typ is float else typ) and not isinstance(value, bool)
         if not ok:
-            raise MemnetError(f"{where}: not a bench record ({name}: expected a {typ.__name__}, found {value!r})")
+            raise MemnetError(f"{where}: not a bench record ({name}: expected {KINDS[typ]}, found {value!r})")
     return record
 
 
