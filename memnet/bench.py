@@ -21,6 +21,7 @@ import json
 import multiprocessing
 import os
 import subprocess
+import textwrap
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -353,7 +354,7 @@ def cells(row: Row, choice: bool) -> list[str]:
     def spread(values: dict[int, float]) -> list[str]:
         if not values:
             return ["-", "-"]
-        return [f"{100 * mean(values.values()):.2f}", f"{100 * min(values.values()):.1f}-{100 * max(values.values()):.1f}"]
+        return [f"{100 * mean(values.values()):.2f}", f"{100 * min(values.values()):.2f}-{100 * max(values.values()):.2f}"]
 
     failed = row.failed.values()
     if row.task == "mean":
@@ -381,7 +382,7 @@ def text(title_line: str, rows: list[Row]) -> str:
     widths = [max(len(line[i]) for line in body) for i in range(len(body[0]))]
     lines = ["  ".join(c.rjust(w) if i < len(HEADER) else c for i, (c, w) in enumerate(zip(line, widths))).rstrip()
              for line in body]
-    return "\n".join([title_line, *lines, NOTE])
+    return "\n".join([title_line, *lines, *textwrap.wrap(NOTE, 100)])
 
 
 def markdown(title_line: str, rows: list[Row]) -> str:

@@ -73,10 +73,10 @@ def test_the_printed_table_holds_the_records_means(serial):
     for task in (1, 2):
         errors = [100 * r["test_error"] for r in rs if r["task"] == task]
         assert float(rows[str(task)][1]) == pytest.approx(sum(errors) / 2, abs=0.005)
-        assert rows[str(task)][2] == f"{min(errors):.1f}-{max(errors):.1f}"
+        assert rows[str(task)][2] == f"{min(errors):.2f}-{max(errors):.2f}"
     per_set = [sum(100 * r["test_error"] for r in rs if r["set"] == k) / 2 for k in (0, 1)]
     assert float(rows["mean"][1]) == pytest.approx(sum(per_set) / 2, abs=0.005)
-    assert rows["mean"][2] == f"{min(per_set):.1f}-{max(per_set):.1f}"
+    assert rows["mean"][2] == f"{min(per_set):.2f}-{max(per_set):.2f}"
 
 
 def test_table_from_records_is_the_runs_table(serial, capsys):
@@ -173,8 +173,8 @@ def test_table_means_ranges_and_failed_counts():
     assert total.hop_accuracy == [1.0, 0.5, None]
     text = bench.text(bench.title(rs), [task1, task2, total])
     assert "over 3 seed sets (train.seed 0, 100, 200)" in text
-    assert re.search(r"mean\s+8\.50\s+7\.0-10\.0\s+7\.50\s+5\.0-10\.0\s+1\.0 \(1-1\)", text)
-    assert re.search(r"\n\s+2\s+24\.67\s+4\.0-50\.0\s+10\.00\s+0\.0-20\.0\s+2/3", text)
+    assert re.search(r"mean\s+8\.50\s+7\.00-10\.00\s+7\.50\s+5\.00-10\.00\s+1\.0 \(1-1\)", text)
+    assert re.search(r"\n\s+2\s+24\.67\s+4\.00-50\.00\s+10\.00\s+0\.00-20\.00\s+2/3", text)
 
 
 def candidates_file(tmp_path, text):
@@ -202,7 +202,7 @@ def test_choose_on_valid_never_follows_test(tmp_path, capsys):
     assert main(["bench", "--table", str(path), "--choose-on-valid", str(tmp_path / "candidates.yaml")]) == 0
     out = capsys.readouterr().out
     assert out.startswith("a per-task choice on valid among 2 candidates (a (aaaaaaaaaaaa), b (bbbbbbbbbbbb))")
-    assert re.search(r"\n\s*mean\s+35\.00\s+35\.0-35\.0\s+2\.00", out)
+    assert re.search(r"\n\s*mean\s+35\.00\s+35\.00-35\.00\s+2\.00", out)
     assert re.search(r"\n\s*1\s+30\.00.*\sa 1\n", out)
 
 

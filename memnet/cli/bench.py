@@ -19,8 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "over the sets of test and valid error, failed tasks and hops. --table RECORDS prints the "
                     "table of an existing records file and trains nothing.")
     p.add_argument("--config", action="append", default=[], metavar="NAME_OR_PATH",
-                   help="a preset: a YAML config file, or a name (default: config.yaml; others configs/NAME.yaml); "
-                        "repeat for several")
+                   help="a preset: a YAML config file, or a name: default (the repository's config.yaml), else configs/NAME.yaml; "
+                        "repeat for several (default: default)")
     p.add_argument("--tasks", default="1-20", help="tasks, one model each: 1-20, 1,2,16 ... (default: 1-20)")
     p.add_argument("--sets", type=integer(1), default=6, help="how many seed sets (default: 6)")
     p.add_argument("--first-set", type=integer(0), default=0,
