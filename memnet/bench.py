@@ -46,8 +46,14 @@ KINDS = {str: "a string", int: "a whole number", float: "a number", list: "a lis
 
 
 def find_preset(name: str) -> Path:
-    """The YAML file of a preset NAME: ./configs/NAME.yaml, else the repository's configs/NAME.yaml;
-    'default' is the repository's config.yaml. The one place that knows where presets live."""
+    """--config's file: a YAML file's path, or a preset's name: ./configs/NAME.yaml, else the
+    repository's configs/NAME.yaml; 'default' is the repository's config.yaml. The one place that
+    knows where presets live (memnet.config.find_preset, with the same contract, replaces it)."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise MemnetError(f"{name}: no such config file")
+        return path
     if name == "default":
         return ROOT / "config.yaml"
     for folder in (Path("configs"), ROOT / "configs"):
@@ -71,13 +77,8 @@ def load_preset(text: str, overrides: dict[str, Any] | None = None) -> Preset:
     """--config: a YAML file's path (named by its stem) or a preset's name, with dotted overrides
     on top. Each job trains with train.threads 1 unless the overrides say otherwise: jobs run
     side by side, and one thread per process keeps them from fighting over the cores."""
-    path = Path(text)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        if not path.is_file():
-            raise MemnetError(f"{text}: no such config file")
-        name = path.stem
-    else:
-        name, path = text, find_preset(text)
+    path = find_preset(text)
+    name = path.stem if Path(text).suffix in (".yaml", ".yml") or Path(text).is_file() else text
     taken = sorted(set(overrides or {}) & set(JOB_KEYS))
     if taken:
         raise MemnetError(f"--set {taken[0]}: each job sets it (use --data, --tasks and --sets)")

@@ -257,3 +257,10 @@ def test_unknown_and_bad_candidates(tmp_path, capsys):
         candidates_file(tmp_path, text)
         assert main(["bench", "--table", str(path), "--choose-on-valid", str(tmp_path / "candidates.yaml")]) == 2
         assert message in capsys.readouterr().err
+
+
+def test_every_flag_has_help():
+    from memnet.cli import build_parser
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    for action in subparsers.choices["bench"]._actions:
+        assert action.help, f"bench {action.option_strings} has no help"
