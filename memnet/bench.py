@@ -163,9 +163,12 @@ def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None
 
 
 def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str | Path, out: str | Path,
-        processes: int = 1, say: Callable[[str], None] = print) -> list[dict[str, Any]]:
+        processes: int = 1, say: Callable[[str], None] = print,
+        submitit: tuple[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
     """Train every (preset, task, set) not yet recorded in OUT/records.jsonl, appending each
-    record as its job finishes; returns the records of these jobs, in that order of keys."""
+    record as its job finishes; returns the records of these jobs, in that order of keys.
+    submitit: (cluster, parameters) to run the jobs through submitit (memnet.cluster) instead
+    of `processes` local processes; its files go to OUT/submitit."""
     out, data = Path(out), str(Path(data).resolve())
     out.mkdir(parents=True, exist_ok=True)
     path = out / RECORDS
@@ -180,9 +183,15 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         saved.parent.mkdir(exist_ok=True)
         saved.write_text(yaml.safe_dump(p.values, sort_keys=False), encoding="utf-8")
     todo = [j for j in jobs if j.key not in done]
-    say(f"{len(jobs)} jobs: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {processes} at a time")
     code = commit()
-    for i, record in enumerate(execute(todo, processes, code), 1):
+    if submitit is None:
+        how, finished = f"{processes} at a time", execute(todo, processes, code)
+    else:
+        from memnet import cluster
+        how = f"through submitit ({submitit[0]})"
+        finished = cluster.records(todo, run_job, code, out / "submitit", *submitit) if todo else iter(())
+    say(f"{len(jobs)} jobs: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
+    for i, record in enumerate(finished, 1):
         append(path, record)
         done[key(record)] = record
         say(f"[{i}/{len(todo)}] {record['preset']} qa{record['task']} set {record['set']}: test error "

@@ -13,6 +13,8 @@ from memnet.cli import main
 
 TINY = ["--set", "train.epochs=2", "--set", "train.linear_start_epochs=0", "--set", "train.restarts=1",
         "--set", "model.dim=8"]
+# what a run computes (not how long it took, nor where)
+FIGURES = ("task", "set", "valid_error", "test_error", "mean_hops", "hop_accuracy", "preset_hash")
 
 
 @pytest.fixture(scope="module")
@@ -129,9 +131,8 @@ def test_resume_after_an_interrupt(data, tmp_path, monkeypatch, capsys):
 def test_jobs_in_two_processes_give_the_same_records(serial, data, tmp_path, capsys):
     assert main(bench_args(data, tmp_path / "out", "--jobs", "2")) == 0
     assert "2 at a time" in capsys.readouterr().out
-    figures = ("task", "set", "valid_error", "test_error", "mean_hops", "hop_accuracy", "preset_hash")
-    mine = sorted(tuple(r[f] for f in figures) for r in records(tmp_path / "out"))
-    assert mine == sorted(tuple(r[f] for f in figures) for r in records(serial["out"]))
+    mine = sorted(tuple(r[f] for f in FIGURES) for r in records(tmp_path / "out"))
+    assert mine == sorted(tuple(r[f] for f in FIGURES) for r in records(serial["out"]))
 
 
 def test_a_changed_preset_is_refused_in_the_same_folder(serial, data, tmp_path, capsys):
@@ -264,3 +265,24 @@ def test_every_flag_has_help():
     subparsers = next(a for a in build_parser()._actions if a.dest == "command")
     for action in subparsers.choices["bench"]._actions:
         assert action.help, f"bench {action.option_strings} has no help"
+
+
+
+def test_jobs_through_submitit_give_the_same_records(serial, data, tmp_path, capsys):
+    pytest.importorskip("submitit", reason="the optional extra memnet[cluster]")
+    out = tmp_path / "out"
+    assert main(bench_args(data, out, "--submitit", "local", "--submitit-set", "timeout_min=10")) == 0
+    assert "4 to run, through submitit (local)" in capsys.readouterr().out
+    assert any((out / "submitit").glob("*_result.pkl"))
+    mine = sorted(tuple(r[f] for f in FIGURES) for r in records(out))
+    assert mine == sorted(tuple(r[f] for f in FIGURES) for r in records(serial["out"]))
+    assert main(bench_args(data, out, "--submitit", "local")) == 0  # resumes: nothing submitted
+    assert "4 recorded" in capsys.readouterr().out and len(records(out)) == 4
+
+
+def test_submitit_missing_or_misused_is_one_line(data, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(__import__("sys").modules, "submitit", None)  # as where it is not installed
+    assert main(bench_args(data, tmp_path / "out", "--submitit", "slurm")) == 2
+    assert "needs the submitit package (pip install 'memnet[cluster]')" in capsys.readouterr().err
+    assert main(bench_args(data, tmp_path / "out", "--submitit", "slurm", "--jobs", "2")) == 2
+    assert "--jobs: with --submitit the cluster runs the jobs" in capsys.readouterr().err

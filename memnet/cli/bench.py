@@ -4,6 +4,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import yaml
+
 from memnet import babi, bench, official
 from memnet.cli import integer
 from memnet.errors import MemnetError
@@ -31,6 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="folder of the bench: records.jsonl, presets/ (the config behind each hash)")
     p.add_argument("--jobs", type=integer(1), default=1,
                    help="runs at once, each in its own local process with one thread (default: 1)")
+    p.add_argument("--submitit", metavar="CLUSTER", choices=["slurm", "local", "auto"],
+                   help="run the jobs through submitit (pip install 'memnet[cluster]') instead of local processes: "
+                        "slurm (one job array), local (processes of this machine) or auto (slurm where there is one); "
+                        "its files go to OUT/submitit")
+    p.add_argument("--submitit-set", action="append", default=[], metavar="KEY=VALUE", dest="cluster",
+                   help="a submitit parameter of every job, e.g. slurm_partition=cpu, timeout_min=600 or "
+                        "slurm_array_parallelism=100 (repeatable; default: timeout_min=240, cpus_per_task=1)")
     p.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", dest="overrides",
                    help="a config override on every preset, e.g. --set train.restarts=1 (repeatable; it changes "
                         "the presets' hashes)")
@@ -43,12 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run_bench)
 
 
-def overrides(texts: list[str]) -> dict[str, str]:
+def overrides(texts: list[str], flag: str = "--set", form: str = "SECTION.KEY=VALUE") -> dict[str, str]:
     out = {}
     for text in texts:
         k, sep, value = text.partition("=")
         if not sep or not k:
-            raise MemnetError(f"--set: expected SECTION.KEY=VALUE, found {text!r}")
+            raise MemnetError(f"{flag}: expected {form}, found {text!r}")
         out[k] = value
     return out
 
@@ -91,4 +100,11 @@ def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
     if not Path(data).is_dir():
         raise MemnetError(f"{args.data}: no such data folder")
     sets = range(args.first_set, args.first_set + args.sets)
-    return bench.run(presets, tasks, sets, data, args.out, args.jobs)
+    if args.submitit and args.jobs != 1:
+        raise MemnetError("--jobs: with --submitit the cluster runs the jobs (--submitit-set slurm_array_parallelism=N)")
+    if args.cluster and not args.submitit:
+        raise MemnetError("--submitit-set: give --submitit CLUSTER too")
+    # submitit's parameters are numbers, words and lists: read as YAML scalars (600 -> 600, cpu -> 'cpu')
+    cluster = {k: yaml.safe_load(v) for k, v in overrides(args.cluster, "--submitit-set", "KEY=VALUE").items()}
+    return bench.run(presets, tasks, sets, data, args.out, args.jobs,
+                     submitit=(args.submitit, cluster) if args.submitit else None)
