@@ -38,7 +38,7 @@ from memnet.evaluation import is_failed
 ROOT = Path(__file__).resolve().parents[1]
 SEED_STEP = 100  # set k trains from train.seed = SEED_STEP * k
 RECORDS = "records.jsonl"
-JOB_KEYS = ("data.dir", "data.task", "train.seed")  # what each job sets, so no preset may
+JOB_KEYS = ("data.dir", "data.task", "train.seed")  # what each job sets (so --set may not)
 # what every record holds, and its type (bool is an int to JSON: told apart below)
 FIELDS = {"preset": str, "preset_hash": str, "task": int, "set": int, "valid_error": float, "test_error": float,
           "mean_hops": float, "hop_accuracy": list}
@@ -97,10 +97,12 @@ def load_preset(text: str, overrides: dict[str, Any] | None = None) -> Preset:
 
 def commit() -> tuple[str | None, bool | None]:
     """The checkout's HEAD and whether memnet/ or the presets differ from it; (None, None)
-    outside a git checkout."""
+    where memnet is not a git checkout's (an installed copy, even inside another repository)."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        top, head = subprocess.run(["git", "rev-parse", "--show-toplevel", "HEAD"], cwd=ROOT, capture_output=True,
+                                   text=True, check=True).stdout.splitlines()
+        if Path(top).resolve() != ROOT:
+            return None, None
         status = subprocess.run(["git", "status", "--porcelain", "--", "memnet", "config.yaml", "configs"], cwd=ROOT,
                                 capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

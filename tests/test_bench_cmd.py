@@ -286,3 +286,10 @@ def test_submitit_missing_or_misused_is_one_line(data, tmp_path, monkeypatch, ca
     assert "needs the submitit package (pip install 'memnet[cluster]')" in capsys.readouterr().err
     assert main(bench_args(data, tmp_path / "out", "--submitit", "slurm", "--jobs", "2")) == 2
     assert "--jobs: with --submitit the cluster runs the jobs" in capsys.readouterr().err
+
+
+def test_the_commit_is_none_outside_a_checkout(tmp_path, monkeypatch):
+    head, _ = bench.commit()
+    assert head is None or re.fullmatch(r"[0-9a-f]{40}", head)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)  # an installed copy: no repository of its own
+    assert bench.commit() == (None, None)
