@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from memnet import babi, bench, official
+from memnet import babi, official
 from memnet.cli import integer
 from memnet.errors import MemnetError
 
@@ -63,6 +63,8 @@ def overrides(texts: list[str], flag: str = "--set", form: str = "SECTION.KEY=VA
 
 
 def run_bench(args: argparse.Namespace) -> int:
+    from memnet import bench  # torch loads only when a command runs (memnet --help starts at once)
+
     candidates = bench.read_candidates(args.candidates) if args.candidates else None
     if args.table:
         given = [f for f, v in (("--config", args.config), ("--out", args.out), ("--set", args.overrides)) if v]
@@ -86,6 +88,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
+    from memnet import bench
+
     if not args.out:
         raise MemnetError("--out: required to train (or give --table RECORDS)")
     try:
