@@ -3,23 +3,24 @@
 A checkpoint is a plain dict, written to a temporary file and renamed (a crash never leaves
 half a file), read back with torch.load(weights_only=True) (no pickled code runs):
 
-    format       "memnet-2"
+    format       "memnet-3"
     state_dict   the model's parameters (the restart chosen on validation)
     config       the resolved Config as a dict
     vocab        {"itos": [...], "answers": [...], "question_forms": [...]} (forms: memnet.forms)
     step         optimizer steps taken
     best_metric  validation accuracy of these weights
+    restarts     the restarts these weights are (the best first; several in an ensemble): each
+                 model is built with its train.restart_grid entry
     mixture      only in a mixture of two readers (`memnet mix`): {"config", "vocab"} of reader B
                  and "readers", the two run folders; config and vocab above are reader A's, and
                  state_dict holds both readers and the gate (memnet.models.mixture)
 
 The trainer's resume file (RUN/last.pt, see memnet.run) uses the same writer and reader with
-other keys. Checkpoints of format memnet-1 (a seed dimension on every parameter, one flat
-model section) are converted when read.
+other keys. Checkpoints of format memnet-2 (before the model was made of parts) are converted
+when read.
 """
 from __future__ import annotations
 
-import dataclasses
 import io
 import os
 import pickle
@@ -32,13 +33,13 @@ from torch import nn
 
 from memnet import config as config_module
 from memnet.files import atomic_write
-from memnet.config import MODEL_TYPES, Config, MemN2NConfig
+from memnet.config import Config
 from memnet.data import Vocab
 from memnet.errors import MemnetError
 from memnet.models import Mixture, build_model
 from memnet.models.mixture import word_map
 
-FORMAT = "memnet-2"
+FORMAT = "memnet-3"
 
 
 def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -57,15 +58,18 @@ def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch's unpickler parses the file's bytes: junk raises anything (IndexError on a text file)
         raise MemnetError(f"{path}: not a readable memnet checkpoint ({_unreadable(path, e)})") from None
-    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, "memnet-1"):
+    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, "memnet-2"):
         raise MemnetError(f"{path}: not a memnet checkpoint (expected a dict with format {FORMAT!r})")
     for key in keys:
         if key not in payload:
             raise MemnetError(f"{path}: memnet checkpoint without {key!r}")
     if not isinstance(payload["config"], dict) or not isinstance(payload["config"].get("model", {}), dict):
         raise MemnetError(f"{path}: the checkpoint's config is not a mapping of sections")
-    if payload["format"] == "memnet-1" and "state_dict" in keys:
-        payload = _from_format_1(payload)
+    if payload["format"] == "memnet-2" and "state_dict" in keys:
+        try:
+            payload = _from_format_2(payload)
+        except MemnetError as e:
+            raise MemnetError(f"{path}: {e}") from None
     return payload
 
 
@@ -87,40 +91,58 @@ def _unreadable(path: Path, error: Exception) -> str:
     return f"expected a file written by memnet train, found a zip archive torch cannot read: {text.splitlines()[0]}"
 
 
-# switches added after memnet-1 checkpoints were first written, with the behaviour of a
-# checkpoint that predates them (the dataclass default may differ: it is for new runs)
-_BEFORE = {"null_memory": False, "vocabulary_softmax": False, "phrase_answers": False}
+# memnet-2's parameter names that memnet-3 (the model of parts) renamed
+_RENAMED = {"halt_w": "halting.w", "halt_b": "halting.b", "log_penalty": "masking.log_penalty", "answer_in": "answer.U",
+            "answer_in_b": "answer.b", "answer_out": "answer.V", "relative": "pointer.w", "relative_q": "pointer.r",
+            "stick_gate": "attention.gate"}
+# memnet-2's config fields that memnet-3 has no more: the restart numbers (now train.restart_grid),
+# the joint run's settings (now configs/joint.yaml), and switches dropped with the values that
+# were their defaults (a checkpoint that set another value does not load)
+_DROPPED = {"model": {"alternate_init": None, "stick_alternate": None, "early_alternate": None,
+                      "second_alternate": None, "second_alternate_pull": None, "answer_rows": "last",
+                      "answer_reads": None, "mask_linear_start": True},
+            "train": {"joint_dim": None, "joint_epochs": None, "joint_lr_decay_every": None, "joint_answer_from": None,
+                      "joint_relative_time": None, "joint_question_table": None, "joint_attention": None,
+                      "joint_ideas": None}}
 
 
-def _from_format_1(payload: dict[str, Any]) -> dict[str, Any]:
-    """A memnet-1 checkpoint as memnet-2: its model section cut to its type's fields, the seed
-    dimension dropped, and the memory network's tables split out of their side-by-side layout."""
-    model = {**_BEFORE, **payload["config"]["model"]}
-    kind = model.get("type", "memn2n")
-    fields = {f.name for f in dataclasses.fields(MODEL_TYPES.get(kind, MemN2NConfig))}
-    config = {**payload["config"], "model": {k: v for k, v in model.items() if k in fields}}
-    state = {k: v[0] if isinstance(v, torch.Tensor) and v.dim() > 0 else v.reshape(1) for k, v in payload["state_dict"].items()}
-    if kind == "memn2n" and "emb" in state:  # (V, n_tables * d) -> (n_tables, V, d)
-        n, d = (model.get("hops", 3) + 1) if model.get("tying", "adjacent") == "adjacent" else 4, model.get("dim", 20)
-        state["tables"] = state.pop("emb").view(-1, n, d).transpose(0, 1).contiguous()
-        if "temporal" in state:
-            state["temporal"] = state["temporal"].view(-1, n, d).transpose(0, 1).contiguous()
-    for name in ("halt_b", "log_penalty"):
-        if name in state:
-            state[name] = state[name].reshape(1)
+def _from_format_2(payload: dict[str, Any]) -> dict[str, Any]:
+    """A memnet-2 checkpoint as memnet-3: its parameters renamed to the parts', the fields memnet-3
+    dropped removed (MemnetError where one held a value memnet-3 cannot compute), and a restart
+    that masked as `second` by its state's switch now masking as second by its config."""
+    config = {k: dict(v) if isinstance(v, dict) else v for k, v in payload["config"].items()}
+    for section, fields in _DROPPED.items():
+        for name, default in fields.items():
+            value = config.get(section, {}).pop(name, default)
+            if default is not None and value != default:
+                raise MemnetError(f"written by an earlier memnet with {section}.{name} {value}, which this version "
+                                  "no longer has; retrain it")
+    state = {_renamed(k): v for k, v in payload["state_dict"].items()}
+    switched = [k for k in state if k == "second" or k.endswith(".second")]
+    if any(float(state[k]) for k in switched):
+        config["model"]["masking"] = "second"
+    for k in switched:
+        del state[k]
     return {**payload, "format": FORMAT, "config": config, "state_dict": state}
 
 
+def _renamed(key: str) -> str:
+    """A memnet-2 parameter's memnet-3 name (an ensemble's 'members.N.' kept in front)."""
+    member, _, name = key.rpartition(".") if key.startswith("members.") and key.count(".") == 2 else ("", "", key)
+    return f"{member}.{_RENAMED.get(name, name)}" if member else _RENAMED.get(name, name)
+
+
 def model_payload(state_dict: dict[str, torch.Tensor], cfg: Config, vocab: Vocab, step: int,
-                  best_metric: float) -> dict[str, Any]:
+                  best_metric: float, restarts: list[int] | None = None) -> dict[str, Any]:
     """What a model checkpoint holds (see the module docstring), for `write`."""
     return {"state_dict": state_dict, "config": cfg.to_dict(), "vocab": vocab.to_dict(), "step": step,
-            "best_metric": best_metric}
+            "best_metric": best_metric, "restarts": list(restarts) if restarts is not None else None}
 
 
-def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float) -> None:
+def save(path: str | os.PathLike, model: nn.Module, cfg: Config, vocab: Vocab, step: int, best_metric: float,
+         restarts: list[int] | None = None) -> None:
     write(path, model_payload({k: v.detach().clone() for k, v in model.state_dict().items()}, cfg, vocab, step,
-                              best_metric))
+                              best_metric, restarts))
 
 
 def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, Any]]:
@@ -129,7 +151,10 @@ def load(path: str | os.PathLike) -> tuple[nn.Module, Config, Vocab, dict[str, A
     try:
         cfg = config_module.from_dict(payload["config"])
         vocab = Vocab.from_dict(payload["vocab"])
-        model = build_model(cfg, vocab)
+        restarts = payload.get("restarts")
+        model = build_model(cfg, vocab, restarts=[int(r) for r in restarts] if restarts else None)
+        if restarts:  # the config the (best) restart trained with: its grid entry applied
+            cfg = config_module.restart_config(cfg, int(restarts[0]))
         if "mixture" in payload:
             b_cfg, b_vocab = config_module.from_dict(payload["mixture"]["config"]), Vocab.from_dict(payload["mixture"]["vocab"])
             model = Mixture(model, build_model(b_cfg, b_vocab), word_map(vocab, b_vocab), (cfg.model.type, b_cfg.model.type))

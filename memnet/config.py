@@ -12,6 +12,8 @@ choices (CHOICES) and ranges (RANGES), each with a message that names the key an
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import inspect
 import math
 import re
 import typing
@@ -48,8 +50,6 @@ class MemN2NConfig:
     temporal_zero_init: bool = False  # T_A, T_C start at zero, so recency cannot shortcut content early on
     tying: str = "adjacent"  # adjacent or layerwise
     init_std: float = 0.1  # standard deviation of the normal the weights start from
-    # whatever init_std and temporal_zero_init say; the best seed on validation chooses
-    alternate_init: bool = False  # odd seeds start as the paper: N(0, 0.1), random T(i)
     stopping: bool = False  # learned halting unit
     halt_cost: float = 0.01  # cost per extra hop taken, for the halting unit
     halt_threshold: float = 0.5  # at inference, stop once the halting probability passes this
@@ -63,49 +63,17 @@ class MemN2NConfig:
     # (-2: 0.12; -4: 0.018, which keeps the early hops' answers from steering training at d = 40)
     halt_init: float = -2.0
     # how the halting unit learns. expected: the expected answer loss over its halting distribution
-    # (PonderNet in spirit); right: h_k learns whether hop k's answer is right (a cross-entropy on
-    # the states with no gradient back into them), and every hop's answer is trained: the one the
-    # rule gives (the first hop whose h_k passes halt_threshold, or the last) at weight 1, every
-    # other at early_answers, so that an early hop's answer can become one worth stopping on; a
-    # small weight keeps the early answers from pulling the hops off their chain; right_last: as
-    # right, with the last hop's answer at weight 1 too, and the other hops' answers at
-    # early_answers with their inputs' gradient stopped (they train the answer layer, steer no hop);
-    # right_own: as right, with each of those answers steering its own hop alone: its gradient
-    # reaches the hop's attention and read-out but stops at the hop's input (u^k, and the question
-    # in its state), so that hop 2's answer can teach hop 2 to find it without pulling hop 1 off a
-    # longer chain (answer_from question or readout; an answer module's answer_reads current or product)
-    halt_training: str = "expected"  # expected (the expected loss), right, right_last or right_own
+    # (PonderNet in spirit); right: h_k learns whether hop k's answer is right, and the answer loss
+    # trains the answer the rule gives at 1, every other hop's at early_answers; right_last: as
+    # right, the last hop's answer at 1 too, the others' reaching the answer layer alone
+    halt_training: str = "expected"  # expected, right or right_last
     early_answers: float = 0.05  # halt_training right*: the answer loss weight of the hops not answered from
     # hop 1's weight in place of early_answers (-1: early_answers too). A later hop's answer pulled
     # harder lets a 2-hop chain stop at hop 2 (qa2); hop 1's pulled as hard breaks the 3-hop chains (qa3)
     early_answers_hop1: float = -1.0
-    # restarts 4-7, 12-15, ... (restart s with s // 4 odd) train the later hops' answers at this
-    # weight instead of early_answers (hop 1's stays), so that each of alternate_init's and
-    # stick_alternate's starts meets both, and the restart best on validation chooses per task
-    # between a pull that lets a 2-fact chain stop at hop 2 (qa2) and none, which leaves a 3-fact
-    # chain's middle hop free (qa3) (-1: off, every restart at early_answers)
-    early_alternate: float = -1.0
-    # restarts 4-7, 12-15, ... (restart s with s // 4 odd) mask as `second` does and train with
-    # halt_training right_last, the others as set (masking soft, halt_training right), so that the
-    # restart best on validation chooses per task between the early answers steering the hops (a
-    # 1-fact yes/no question, counting) and a chain whose middle hop must move on (qa3). Which one a
-    # restart took is in its weights (a `second` entry of its state), so its checkpoint answers as it trained
-    second_alternate: bool = False
-    # with second_alternate: the weight of the later hops' early answers in the restarts it leaves
-    # soft (0-3, 8-11, ...), where those answers steer the hops (hop 1's stays early_answers_hop1).
-    # The switched restarts keep early_answers, which trains their answer layer alone, and a 2-fact
-    # chain that stops at hop 2 (qa2) can take one of them; 0 leaves a 3-fact chain's middle hop
-    # in the soft restarts free of the pull (qa3) (-1: early_answers, as every restart before)
-    second_alternate_pull: float = -1.0
-    # whose rows each hop's answer reads: last, the answer words' rows of C^K for every hop (the
-    # paper's W^T = C^K); own, hop k's of its own output table C^k, the table its read-out was made
-    # of, so that a hop that read the answer's sentence can give it untrained (adjacent tying only)
-    answer_rows: str = "last"
-    # what embeds the question: tied, A^1 (the paper's adjacent tying, B = A^1); own, a table B of
-    # its own, a copy of A^1 at the start, trained apart from it, so that a word of the question
-    # need not pull the first hop to every memory that names it; offset, A^1 plus a table of its
-    # own from zero that the question alone trains: tied at the start, following A^1 as the memories
-    # train it, with room to move apart (adjacent tying only)
+    # what embeds the question: tied, A^1 (the paper's B = A^1); offset, A^1 plus a table of its own
+    # from zero that the question alone trains, so a question word need not pull hop 1 to every
+    # memory naming it (adjacent tying only)
     question_table: str = "tied"
     # visited-memory masking: off; hard (no hop attends to a memory an earlier hop chose); soft (their
     # scores lowered by a learned penalty, mask_init below); second (soft, and hop 2 may not attend
@@ -120,16 +88,7 @@ class MemN2NConfig:
     # latest match)
     attention: str = "softmax"
     stick_init: float = 0.0  # mixed: each g_k starts here (0: half each; -3: 95% softmax at the start)
-    # mixed: restarts 2, 3, 6, 7, ... (restart s with s // 2 odd) start their g_k at stick_init plus
-    # this, the others at stick_init, so that each of alternate_init's two initialisations meets
-    # both starts and the restart best on validation chooses (0: every restart at stick_init)
-    stick_alternate: float = 0.0
     mask_init: float = 0.0  # soft (and second) masking: the learned penalty e^x starts at x = mask_init (0: a penalty of 1)
-    # soft (and second) masking's penalty during linear start too. There p_i is the score itself, so
-    # lowering a chosen memory's score by e^x does not lower its share: it reads -e^x times that
-    # memory's output into o^k, whatever the hop's scores are. false: no penalty until the softmax
-    # comes in (second's hop 2 stays blocked from hop 1's choice either way)
-    mask_linear_start: bool = True
     # a pointer in time: hop k > 1's score of memory i adds Σ_j p^{k-1}_j w^k(age_i - age_j), a learned
     # weight per age difference from the memory the last hop read, differences beyond ± this span
     # sharing the end weights (0: off; starts at 0). "The memory just before that one" (qa3)
@@ -139,13 +98,9 @@ class MemN2NConfig:
     relative_query: bool = False
     # state: â_k = softmax(W u^{k+1}) (the paper); readout: softmax(W o^k); question: softmax(W (u^1 + o^k))
     answer_from: str = "state"
-    # the answer module: each hop's logits add V relu(U x + b), a nonlinear answer from the
-    # question and the read-outs answer_reads names (V starts at 0)
+    # the answer module: each hop's logits add V relu(U [u^1; o^k] + b), a nonlinear answer from the
+    # question and what hop k read (V starts at 0)
     answer_hidden: int = 0  # the answer module's hidden units (0: none)
-    # what hop k's answer module reads: all (u^1, o^1..o^k), current (u^1, o^k), product
-    # (u^1, o^k and their elementwise product u^1 ⊙ o^k) or sum (u^1, o^k and s^k = Σ_i σ(score_i + b_k) relu(C^k x_i),
-    # hop k's sentences, without their ages, summed, each through a gate on its score: how many, and which, facts matched)
-    answer_reads: str = "all"
     vocabulary_softmax: bool = False  # answer classes: every vocabulary word (the paper), not only answers seen
     # an answer of several words ('n,e') has its own row of W (the paper's code), not the sum of
     # its words' rows (which gives 'n,e' and 'e,n' the same score)
@@ -249,6 +204,10 @@ class TrainConfig:
     random_noise: float = 0.1  # share of empty memories inserted at training time (RN)
     attention_supervision: float = 0.0  # weight of the supporting-fact attention loss; 0 = off
     restarts: int = 1  # independent seeds; the best on validation is kept
+    # overrides of model fields cycled over the restarts: restart s trains with entry s mod n applied
+    # ([{}, {model.init_std: 0.1}]: the odd restarts start narrower), and the restart best on
+    # validation chooses among them; empty: every restart as configured
+    restart_grid: list = field(default_factory=list)
     # which restart is the best on validation: best (the highest valid accuracy at any
     # evaluation) or mean (the highest mean valid accuracy over all its evaluations, less
     # flattered by one lucky evaluation); either way the restart's best evaluation is kept
@@ -273,22 +232,6 @@ class TrainConfig:
     ensemble_halting: str = "members"
     seed: int = 0  # seed of restart 0; restart s uses seed + s
     eval_every: int = 10  # epochs between evaluations (and checkpoints)
-    # joint training (data.task names several tasks) uses these instead of model.dim,
-    # train.epochs, train.lr_decay_every and a memory network's model.answer_from,
-    # model.relative_time, model.question_table and model.attention: the paper's d = 50 and its
-    # shorter schedule, no pointer in time, the question embedded by A^1, the softmax
-    joint_dim: int = 50  # model.dim of a joint run
-    joint_epochs: int = 60  # train.epochs of a joint run
-    joint_lr_decay_every: int = 15  # train.lr_decay_every of a joint run
-    joint_answer_from: str = "state"  # model.answer_from of a joint memory network
-    joint_relative_time: int = 0  # model.relative_time of a joint memory network
-    joint_question_table: str = "tied"  # model.question_table of a joint memory network
-    joint_attention: str = "softmax"  # model.attention of a joint memory network
-    # whether a joint memory network keeps memnet's two ideas as the model sets them. false: the
-    # stopping rule and visited-memory masking off in a joint run, with every field that tunes
-    # them (IDEAS below) at its default, so that config.yaml's joint run is the one measured
-    # without them (its single-task runs have them on)
-    joint_ideas: bool = True
     # torch's steps are many small operations, where more threads only wait
     threads: int = 1  # torch threads, and seeds a kernel trains at once
     device: str = "cpu"  # cpu, cuda, cuda:N or mps
@@ -318,14 +261,9 @@ CHOICES = {
     "model.tying": ("adjacent", "layerwise"),
     "model.masking": ("off", "hard", "soft", "second"),
     "model.answer_from": ("state", "readout", "question"),
-    "model.answer_reads": ("all", "current", "product", "sum"),
-    "model.halt_training": ("expected", "right", "right_last", "right_own"),
-    "model.answer_rows": ("last", "own"),
-    "model.question_table": ("tied", "own", "offset"),
+    "model.halt_training": ("expected", "right", "right_last"),
+    "model.question_table": ("tied", "offset"),
     "model.attention": ("softmax", "stick", "mixed"),
-    "train.joint_answer_from": ("state", "readout", "question"),
-    "train.joint_question_table": ("tied", "own", "offset"),
-    "train.joint_attention": ("softmax", "stick", "mixed"),
     "train.backend": ("auto", "numba", "torch"),
     "train.restart_choice": ("best", "mean"),
     "train.ensemble_halting": ("members", "together"),
@@ -353,12 +291,8 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "model.early_answers": ("a finite number >= 0", _finite(lambda v: v >= 0)),
     "model.early_answers_hop1": ("-1 (as model.early_answers) or a finite number >= 0",
                                  _finite(lambda v: v >= 0 or v == -1)),
-    "model.early_alternate": ("-1 (off) or a finite number >= 0", _finite(lambda v: v >= 0 or v == -1)),
-    "model.second_alternate_pull": ("-1 (as model.early_answers) or a finite number >= 0",
-                                    _finite(lambda v: v >= 0 or v == -1)),
     "model.mask_init": ("a finite number", _finite(lambda v: True)),
     "model.stick_init": ("a finite number", _finite(lambda v: True)),
-    "model.stick_alternate": ("a finite number", _finite(lambda v: True)),
     "model.relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
     "model.answer_hidden": (">= 0", lambda v: v >= 0),
     "model.max_words": (">= 1", lambda v: v >= 1),
@@ -381,13 +315,26 @@ RANGES: dict[str, tuple[str, Callable[[Any], bool]]] = {
     "train.ensemble_members": (">= 0", lambda v: v >= 0),
     "train.seed": (">= 0", lambda v: v >= 0),
     "train.eval_every": (">= 1", lambda v: v >= 1),
-    "train.joint_dim": (">= 1", lambda v: v >= 1),
-    "train.joint_relative_time": ("between 0 and 1000", lambda v: 0 <= v <= 1000),
-    "train.joint_epochs": (">= 1", lambda v: v >= 1),
-    "train.joint_lr_decay_every": (">= 1", lambda v: v >= 1),
     "train.threads": ("between 1 and 256", lambda v: 1 <= v <= 256),
     "train.device": ("cpu, cuda, cuda:N or mps", lambda v: re.fullmatch(r"cpu|cuda(:\d+)?|mps", v) is not None),
 }
+
+
+def field_help(cls: type) -> dict[str, str]:
+    """Each field of a config dataclass with the comment that explains it in this file: the one
+    on its line, else the first sentence of the block above it."""
+    out, block = {}, []
+    for line in inspect.getsource(cls).splitlines():
+        text = line.strip()
+        if text.startswith("#"):
+            block.append(text.lstrip("# "))
+            continue
+        field_line = re.match(r"(\w+): [^=]+= [^#]+?(?:#\s*(.+))?$", text)
+        if field_line:
+            name, comment = field_line.groups()
+            out[name] = comment or re.split(r"(?<=\.)\s", " ".join(block))[0].rstrip(".")
+        block = []
+    return {name: text for name, text in out.items() if text}
 
 
 def _coerce(value: Any, typ: Any, key: str) -> Any:
@@ -416,9 +363,22 @@ def _coerce(value: Any, typ: Any, key: str) -> Any:
     elif typ is str:
         if isinstance(value, (str, int)) and not isinstance(value, bool):
             return str(value)
+    elif typ is list:  # the restart grid: a YAML list, or its text from the command line
+        if isinstance(value, str):
+            try:
+                value = yaml.safe_load(value)
+            except yaml.YAMLError:
+                pass
+        if isinstance(value, list):
+            return value
+        return _fail(key, "a list", value)
     else:
         raise ConfigError(f"{key}: unsupported field type {typ}")
-    raise ConfigError(f"{key}: expected {typ.__name__}, found {value!r}")
+    return _fail(key, typ.__name__, value)
+
+
+def _fail(key: str, expected: str, value: Any) -> Any:
+    raise ConfigError(f"{key}: expected {expected}, found {value!r}")
 
 
 def _update(obj: Any, values: Any, prefix: str, owner: str = "") -> None:
@@ -474,29 +434,9 @@ def check(cfg: Config) -> Config:
     if isinstance(model, MemN2NConfig) and model.halt_confidence and not model.stopping:
         raise ConfigError(f"model.halt_confidence: {model.halt_confidence} is a condition of the stopping rule; it "
                           "needs model.stopping true, found false: every question takes every hop")
-    if isinstance(model, MemN2NConfig) and model.stopping and model.halt_training == "right_own" and (
-            model.answer_from not in ("question", "readout") or (model.answer_hidden and model.answer_reads not in ("current", "product"))):
-        raise ConfigError("model.halt_training: right_own stops each early answer's gradient at its hop's input; it needs "
-                          f"model.answer_from question or readout (found {model.answer_from}) and, with an answer module, "
-                          f"model.answer_reads current or product (found {model.answer_reads}): else hop k's answer "
-                          "reads the earlier hops' states directly")
-    if isinstance(model, MemN2NConfig) and model.second_alternate and not (
-            model.masking == "soft" and model.stopping and model.halt_training == "right" and model.early_alternate == -1):
-        raise ConfigError("model.second_alternate: restarts 4-7 switch soft masking to second and halt_training right "
-                          "to right_last; it needs model.masking soft, model.stopping true, model.halt_training right "
-                          f"and model.early_alternate -1 (which alternates restarts 4-7 too), found {model.masking}, "
-                          f"{str(model.stopping).lower()}, {model.halt_training} and {model.early_alternate} "
-                          "(--model.second_alternate=false --model.second_alternate_pull=-1 turns it off)")
-    if isinstance(model, MemN2NConfig) and model.second_alternate_pull != -1 and not model.second_alternate:
-        raise ConfigError(f"model.second_alternate_pull: {model.second_alternate_pull} weighs the later hops' early answers "
-                          "in the restarts model.second_alternate leaves soft; it needs model.second_alternate true, "
-                          "found false (-1 turns it off)")
     if isinstance(model, MemN2NConfig) and model.encoding == "mask":
         raise ConfigError("model.encoding: mask is the transformer readers' (model.type transformer or universal); "
                           "a memn2n model takes bow or pe")
-    if isinstance(model, MemN2NConfig) and model.answer_rows == "own" and model.tying != "adjacent":
-        raise ConfigError("model.answer_rows: own reads each hop's answer through its own output table C^k; "
-                          f"it needs model.tying adjacent, found {model.tying} (one C for every hop)")
     if isinstance(model, MemN2NConfig) and model.question_table != "tied" and model.tying != "adjacent":
         raise ConfigError(f"model.question_table: {model.question_table} unties the question's table B from A^1; it "
                           f"needs model.tying adjacent, found {model.tying} (which has a B of its own)")
@@ -520,7 +460,38 @@ def check(cfg: Config) -> Config:
     if isinstance(model, TransformerConfig) and model.act and model.stopping:
         raise ConfigError("model.act and model.stopping: two halting rules (per position and per question); "
                           "choose one")
+    for i in range(len(cfg.train.restart_grid)):
+        restart_config(cfg, i)
     return cfg
+
+
+def restart_config(cfg: Config, restart: int) -> Config:
+    """The config restart `restart` trains with: cfg with its train.restart_grid entry (restart
+    mod the grid's length) applied, and no grid of its own. Without a grid, cfg itself."""
+    grid = cfg.train.restart_grid
+    if not grid:
+        return cfg
+    i = restart % len(grid)
+    entry, where = grid[i], f"train.restart_grid[{i}]"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: expected a mapping of model fields to values, such as "
+                          f"{{model.init_std: 0.1}}; found {entry!r}")
+    for key in entry:
+        if not isinstance(key, str) or not key.startswith("model.") or key == "model.type":
+            raise ConfigError(f"{where}: {key!r}: a restart may set model fields (model.KEY), other than model.type")
+    values = cfg.to_dict()
+    values["train"]["restart_grid"] = []
+    try:
+        return from_dict(merge(values, entry))
+    except ConfigError as e:
+        raise ConfigError(f"{where}: {e}") from None
+
+
+def grid_label(cfg: Config, restart: int) -> str:
+    """What restart `restart`'s grid entry sets, as 'model.KEY=VALUE, ...' ('' without one)."""
+    grid = cfg.train.restart_grid
+    entry = grid[restart % len(grid)] if grid else {}
+    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}" for k, v in entry.items())
 
 
 def from_dict(values: dict[str, Any] | None) -> Config:
@@ -601,45 +572,30 @@ def _split_override(text: str) -> tuple[str, str]:
     return key, value
 
 
-# each joint setting, and the field of the resolved config it sets (the memory network's fields:
-# for model.type memn2n alone)
-JOINT = {"joint_dim": "model.dim", "joint_epochs": "train.epochs", "joint_lr_decay_every": "train.lr_decay_every",
-         "joint_answer_from": "model.answer_from", "joint_relative_time": "model.relative_time",
-         "joint_question_table": "model.question_table", "joint_attention": "model.attention"}
-MEMN2N_ONLY = {"joint_answer_from", "joint_relative_time", "joint_question_table", "joint_attention"}
-# the fields of memnet's two ideas, the stopping rule and visited-memory masking: what
-# train.joint_ideas false sets to their defaults in a joint memory network
-IDEAS = ("model.stopping", "model.halt_cost", "model.halt_threshold", "model.halt_confidence", "model.halt_init",
-         "model.halt_training", "model.early_answers", "model.early_answers_hop1", "model.early_alternate",
-         "model.second_alternate", "model.second_alternate_pull", "model.masking", "model.mask_init",
-         "model.mask_linear_start", "train.hop_cost", "train.last_hop_cost")
+ROOT = Path(__file__).resolve().parents[1]  # the repository (config.yaml, configs/)
 
 
-def resolve(cfg: Config, n_tasks: int) -> Config:
-    """The config a run actually uses: joint training on several tasks takes the joint settings."""
-    cfg = from_dict(cfg.to_dict())  # a copy
-    if n_tasks > 1:
-        for joint, target in JOINT.items():
-            if joint not in MEMN2N_ONLY or isinstance(cfg.model, MemN2NConfig):
-                section, name = target.split(".")
-                setattr(getattr(cfg, section), name, getattr(cfg.train, joint))
-        if not cfg.train.joint_ideas and isinstance(cfg.model, MemN2NConfig):
-            defaults = Config()  # a memory network's defaults
-            for target in IDEAS:
-                section, name = target.split(".")
-                setattr(getattr(cfg, section), name, getattr(getattr(defaults, section), name))
-    return check(cfg)
+def presets() -> dict[str, Path]:
+    """The named presets: configs/NAME.yaml here and in the repository (here first), and
+    'default', config.yaml."""
+    found: dict[str, Path] = {}
+    for root in (ROOT, Path.cwd()):
+        found.update({p.stem: p for p in sorted((root / "configs").glob("*.yaml"))})
+        if (root / "config.yaml").is_file():
+            found["default"] = root / "config.yaml"
+    return found
 
 
-def stored(values: dict[str, Any], n_tasks: int) -> Config:
-    """The Config of a run's stored, resolved config (RUN/last.pt): for a joint run, each joint
-    setting added since the run was written takes the value the run resolved to, instead of
-    today's default, so that resolving the config again gives the run it was."""
-    values = {section: dict(fields) if isinstance(fields, dict) else fields for section, fields in values.items()}
-    train = values.get("train")
-    if n_tasks > 1 and isinstance(train, dict):
-        for joint, target in JOINT.items():
-            section, name = target.split(".")
-            if joint not in train and isinstance(values.get(section), dict) and name in values[section]:
-                train[joint] = values[section][name]
-    return from_dict(values)
+def find_preset(name: str) -> Path:
+    """--config's file: a YAML file's path, or a preset's name (presets())."""
+    path = Path(name)
+    if path.suffix in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"{name}: no such config file")
+        return path
+    known = presets()
+    if name in known:
+        return known[name]
+    near = difflib.get_close_matches(name, list(known), n=1)
+    raise ConfigError(f"--config {name}: no such preset or file" + (f"; did you mean {near[0]}?" if near else "")
+                      + f" (presets: {', '.join(sorted(known))})")

@@ -13,8 +13,8 @@ model saw and one column per hop it took:
 
 [x] is the hop's chosen memory (its argmax), ~x a memory masked because an earlier hop chose
 it (model.masking), and the gold column the supporting fact's place in the reasoning order.
-With model.answer_reads sum a last column, sum, shows each memory's gate at the hop answered
-from: how much of it the summed read-out counted. Only the Result interface is used (attention
+With a reader that sums its memories through gates (Result.gates), a last column, sum, shows each
+memory's gate at the hop answered from: how much of it the sum counted. Only the Result interface is used (attention
 (B, K, M), hops_used, halted, hop_logits, gates), so any model that honours it can be inspected.
 """
 from __future__ import annotations
@@ -66,7 +66,7 @@ class Table:
     nothing: list[float] = field(default_factory=list)  # per hop taken: weight on the null memory (reads nothing)
     heads: list[list[list[float]]] = field(default_factory=list)  # transformer, on request: [layer][head][memory]
     declined: str = ""  # why the model's answer is not to be trusted (memnet.ask), shown before it
-    summed: list[float] = field(default_factory=list)  # answer_reads sum: each memory's gate at the hop answered from
+    summed: list[float] = field(default_factory=list)  # a reader's gates (Result.gates): each memory's at the hop answered from
     readers: list[tuple[str, float]] = field(default_factory=list)  # a mixture (memnet mix): each reader's share of the answer
 
     @property

@@ -121,8 +121,7 @@ def describe(cfg: Config) -> tuple[int, str]:
     mc = cfg.model
     if isinstance(mc, MemN2NConfig):
         return mc.hops, (f"{mc.type}, {mc.hops} hops, d={mc.dim}, {mc.encoding}, "
-                         f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}"
-                         + (" (second on restarts 4-7)" if mc.second_alternate else ""))
+                         f"stopping {'on' if mc.stopping else 'off'}, masking {mc.masking}")
     if isinstance(mc, PairsConfig):  # a pair's two facts for hops
         answer = "by places, each from one fact" if mc.place_facts else "by places" if mc.places else "per phrase"
         return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {answer}"

@@ -29,11 +29,11 @@ from torch.nn.parallel import DistributedDataParallel
 from tqdm import tqdm
 
 from memnet import babi, checkpoint, distributed, kernels
-from memnet.config import Config, ConfigError, from_dict, resolve, stored
+from memnet.config import Config, ConfigError, from_dict, grid_label
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
 from memnet.errors import MemnetError
 from memnet.evaluation import accuracy, evaluate, predict
-from memnet.models import build_model, ensemble_size, init_weights
+from memnet.models import build_model, ensemble_size, restart_model
 from memnet.run import RunFolder
 
 
@@ -307,10 +307,8 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
     if state:  # the run's own config: a resumed run continues, it does not change
-        tasks = from_dict(state["config"]).data.task
-        cfg = stored(state["config"], len(babi.parse_tasks(tasks)))
+        cfg = from_dict(state["config"])
     data, vocab = load_data(cfg, Vocab.from_dict(state["vocab"]) if state else None)
-    cfg = resolve(cfg, len(babi.parse_tasks(cfg.data.task)))
     torch.set_num_threads(cfg.train.threads)
     torch.set_flush_denormal(True)  # near convergence, denormal gradients slow CPU arithmetic tenfold
     device = distributed.device_for(device_of(cfg), here)
@@ -319,7 +317,11 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
         run, say, progress = None, (lambda line: None), False
     S = cfg.train.restarts
     generators = [torch.Generator().manual_seed(cfg.train.seed + s) for s in range(S)]  # each restart's weights, then data order
-    models = [init_weights(build_model(cfg, vocab, restart=True), cfg, s, generators[s]).to(device) for s in range(S)]
+    models = [restart_model(cfg, vocab, s, generators[s]).to(device) for s in range(S)]
+    same_shapes(cfg, models)
+    for s in range(S):
+        if grid_label(cfg, s):
+            say(f"restart {s}: {grid_label(cfg, s)}")
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say, here), train_data, data["valid"].to(device),
@@ -339,6 +341,18 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
         say("interrupted: evaluating the weights of now (--resume continues from the last evaluation)")
         evaluation(loop, float("nan"), *schedule(cfg, max(loop.epoch - 1, 0), linear_epochs))
     return finish(loop, data["test"], interrupted)
+
+
+def same_shapes(cfg: Config, models: list[torch.nn.Module]) -> None:
+    """Restarts train side by side, so train.restart_grid may change a model's switches but not
+    its parameters' shapes."""
+    first = {k: tuple(v.shape) for k, v in models[0].state_dict().items()}
+    for s, model in enumerate(models[1:], 1):
+        shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+        if shapes != first:
+            differ = sorted(k for k in first.keys() | shapes.keys() if first.get(k) != shapes.get(k))
+            raise ConfigError(f"train.restart_grid: restart {s} ({grid_label(cfg, s)}) has parameters shaped unlike "
+                              f"restart 0's ({', '.join(differ)}); a grid may change switches, not sizes")
 
 
 def run_epochs(loop: Loop, progress: bool) -> None:
@@ -405,7 +419,7 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     kept = tuple((s, best.epoch[s]) for s in members(loop))
     if run is not None and best.chosen and kept != loop.saved:
         run.save_model(checkpoint.model_payload(model_state(loop), loop.cfg, loop.vocab, loop.step,
-                                                float(best.accuracy[seed])))
+                                                float(best.accuracy[seed]), members(loop)))
         loop.saved = kept
     seconds = time.perf_counter() - loop.started
     mean = float(best.mean()[seed]) if best.by_mean and len(best.total) > 1 else None  # what chose the seed
@@ -477,7 +491,7 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
                               "model": None, "saved": None}
     if not best.chosen:  # interrupted during linear start
         return result
-    model = build_model(loop.cfg, loop.vocab)
+    model = build_model(loop.cfg, loop.vocab, restarts=members(loop))
     model.load_state_dict(model_state(loop))
     model.to(device)
     result["valid"] = evaluate(model, loop.valid)

@@ -113,56 +113,42 @@ def test_a_config_file_that_is_not_utf8_names_the_file(tmp_path):
         config.load(path)
 
 
-def test_joint_runs_take_the_joint_settings():
-    cfg = config.load(None, {"data.task": "1-20", "train.joint_dim": 40, "train.joint_epochs": 7,
-                             "model.answer_from": "question", "train.joint_answer_from": "readout",
-                             "model.relative_time": 5, "train.joint_relative_time": 2,
-                             "model.question_table": "offset", "train.joint_question_table": "own",
-                             "model.attention": "mixed", "train.joint_attention": "stick"})
-    joint, single = config.resolve(cfg, 20), config.resolve(cfg, 1)
-    assert (joint.model.dim, joint.train.epochs, joint.train.lr_decay_every, joint.model.answer_from) == (40, 7, 15, "readout")
-    assert joint.model.relative_time == 2 and single.model.relative_time == 5
-    assert joint.model.attention == "stick" and single.model.attention == "mixed"
-    assert joint.model.question_table == "own" and single.model.question_table == "offset"
-    assert (single.model.dim, single.train.epochs, single.model.answer_from) == (20, 100, "question")
-    assert (cfg.model.dim, cfg.model.answer_from) == (20, "question")  # cfg itself unchanged
+def test_a_restart_grid_entry_applies_to_every_restart_it_cycles_to():
+    cfg = config.load(None, {"train.restarts": 5, "model.masking": "soft", "model.stopping": True,
+                             "train.restart_grid": "[{}, {model.masking: second, model.init_std: 0.3}]"})
+    restarts = [config.restart_config(cfg, s) for s in range(5)]
+    assert [r.model.masking for r in restarts] == ["soft", "second", "soft", "second", "soft"]
+    assert [r.model.init_std for r in restarts] == [0.1, 0.3, 0.1, 0.3, 0.1]
+    assert all(r.train.restart_grid == [] for r in restarts)  # a restart's own config has no grid
+    assert config.grid_label(cfg, 3) == "model.masking=second, model.init_std=0.3" and config.grid_label(cfg, 2) == ""
+    assert cfg.model.masking == "soft" and len(cfg.train.restart_grid) == 2  # cfg itself unchanged
+    assert config.from_dict(cfg.to_dict()) == cfg  # stored with the run, read back the same
+    plain = config.load(None, {"model.dim": 30})
+    assert config.restart_config(plain, 7) is plain  # no grid: every restart as configured
 
 
-def test_joint_ideas_false_turns_the_two_ideas_off_in_a_joint_run_alone():
-    ideas = {"model.stopping": True, "model.masking": "soft", "model.halt_training": "right", "model.halt_init": -4.0,
-             "model.halt_confidence": 0.95, "model.second_alternate": True, "model.second_alternate_pull": 0.0,
-             "model.mask_init": -1.0, "model.early_answers": 0.15, "train.last_hop_cost": 0.05}
-    cfg = config.load(None, {"data.task": "1-20", **ideas, "train.joint_ideas": False})
-    joint, single, defaults = config.resolve(cfg, 20), config.resolve(cfg, 1), config.Config()
-    for key in config.IDEAS:
-        section, name = key.split(".")
-        assert getattr(getattr(joint, section), name) == getattr(getattr(defaults, section), name), key
-    assert not joint.model.stopping and joint.model.masking == "off"
-    assert single.model.stopping and single.model.second_alternate and single.train.last_hop_cost == 0.05
-    assert cfg.model.stopping  # cfg itself unchanged
-    kept = config.resolve(config.load(None, {"data.task": "1-20", **ideas}), 20)  # the default: as the model sets them
-    assert kept.model.stopping and kept.model.masking == "soft" and kept.model.second_alternate
-    assert kept.model.halt_init == -4.0 and kept.train.last_hop_cost == 0.05
+@pytest.mark.parametrize("grid,message", [
+    ("[{model.hopz: 3}]", r"train.restart_grid\[0\]: unknown config key 'model.hopz'"),
+    ("[{}, {model.masking: sometimes}]", r"train.restart_grid\[1\]: model.masking: expected one of"),
+    ("[{train.lr: 0.1}]", r"train.restart_grid\[0\]: 'train.lr': a restart may set model fields"),
+    ("[{model.type: transformer}]", r"train.restart_grid\[0\]: 'model.type'"),
+    ("[3]", r"train.restart_grid\[0\]: expected a mapping of model fields"),
+    ("{model.dim: 3}", r"train.restart_grid: expected a list"),
+])
+def test_a_bad_restart_grid_names_the_entry_and_the_key(grid, message):
+    with pytest.raises(ConfigError, match=message):
+        config.load(None, {"train.restart_grid": grid})
 
 
-def test_a_resumed_joint_run_keeps_what_it_resolved_to_before_a_joint_setting_existed():
-    """A joint run's stored config (resolved) from before train.joint_attention existed: resolving
-    it again must keep the attention it ran with, not take today's joint default."""
-    cfg = config.resolve(config.load(None, {"data.task": "1-20", "train.joint_attention": "mixed"}), 20)
-    values = cfg.to_dict()
-    assert values["model"]["attention"] == "mixed"
-    del values["train"]["joint_attention"], values["train"]["joint_dim"]
-    assert config.resolve(config.from_dict(values), 20).model.attention == "softmax"  # what the fix is for
-    again = config.resolve(config.stored(values, 20), 20)
-    assert again.to_dict() == cfg.to_dict()
-    assert "joint_attention" not in values["train"]  # the stored dict itself unchanged
-    single = config.resolve(config.load(None, {"model.attention": "mixed", "model.dim": 30}), 1).to_dict()
-    del single["train"]["joint_attention"]
-    assert config.stored(single, 1).train.joint_attention == "softmax"  # one task: nothing to keep
-
-
-def test_joint_answer_from_is_checked_and_left_to_the_transformers():
-    with pytest.raises(ConfigError, match="train.joint_answer_from"):
-        config.load(None, {"train.joint_answer_from": "sum"})
-    cfg = config.resolve(config.load(None, {"model.type": "transformer", "train.joint_answer_from": "question"}), 20)
-    assert not hasattr(cfg.model, "answer_from")
+def test_the_presets_load_by_name_and_an_unknown_one_is_named_with_the_nearest():
+    names = config.presets()
+    assert {"default", "paper", "demo", "joint"} <= set(names)
+    for name in names:
+        config.load(config.find_preset(name))
+    assert config.find_preset("default") == config.ROOT / "config.yaml"
+    paper = config.load(config.find_preset("paper"))
+    assert (paper.model.dim, paper.model.stopping, paper.model.masking, paper.train.restarts) == (20, False, "off", 10)
+    with pytest.raises(ConfigError, match=r"--config papr: no such preset or file; did you mean paper\?"):
+        config.find_preset("papr")
+    with pytest.raises(ConfigError, match="nowhere.yaml: no such config file"):
+        config.find_preset("nowhere.yaml")

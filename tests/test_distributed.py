@@ -107,7 +107,7 @@ def fixture_run(overrides: dict):
     from memnet.train import load_data
     cfg = apply_overrides(Config(), {**FIXTURE_CFG, **overrides})
     data, vocab = load_data(cfg)
-    return cfg, [build_model(cfg, vocab, restart=True) for _ in range(2)], data["train"]
+    return cfg, [build_model(cfg, vocab, restarts=[s]) for s in range(2)], data["train"]
 
 
 def with_spare(models: list, spare: bool) -> list:

@@ -56,7 +56,7 @@ def test_checkpoint_read_names_what_is_missing_or_foreign(tmp_path):
     with pytest.raises(MemnetError, match=r"c\.pt: memnet checkpoint without 'vocab'"):
         checkpoint.read(path)
     torch.save({"format": "other", "state_dict": {}}, path)
-    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-2'\)"):
+    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-3'\)"):
         checkpoint.read(path)
     torch.save([1, 2], path)
     with pytest.raises(MemnetError, match="not a memnet checkpoint"):
@@ -167,7 +167,7 @@ def test_run_folder_files_and_refusals(tmp_path):
     resumed = RunFolder(deep.path, resume=True, force=True)
     resumed.start(config.Config())
     assert (deep.path / "metrics.jsonl").read_text() == "{}\n"
-    with pytest.raises(MemnetError, match=r"last\.pt: written by an earlier memnet \(memnet-2\); it cannot be resumed"):
+    with pytest.raises(MemnetError, match=r"last\.pt: written by an earlier memnet \(memnet-3\); it cannot be resumed"):
         resumed.read_last()
 
 
@@ -430,7 +430,8 @@ def test_metrics_of_no_questions_are_zeros_not_nan():
 def test_evaluate_and_accuracy_on_questions_without_answers():
     from memnet.evaluation import accuracy, evaluate
     from memnet.models import MemN2N
-    model = MemN2N(vocab_size=6, answer_words=[[4], [5], [3]], memory_size=3, dim=4, hops=2)
+    model = MemN2N(config.load(None, {"model.dim": 4, "model.hops": 2}).model, vocab_size=6, answer_words=[[4], [5], [3]],
+                   memory_size=3)
     batch = Batch(story=torch.tensor([[[1, 2], [3, 0], [0, 0]], [[2, 2], [4, 5], [0, 0]], [[5, 1], [0, 0], [0, 0]]]),
                   query=torch.tensor([[1, 3], [2, 0], [4, 4]]), length=torch.tensor([2, 2, 1]),
                   answer=torch.tensor([-1, -1, -1]), support=torch.tensor([[0], [1], [0]]),
@@ -442,23 +443,7 @@ def test_evaluate_and_accuracy_on_questions_without_answers():
     assert evaluate(model, batch)["accuracy"] == pytest.approx(1 / 3) and accuracy(model, batch) == pytest.approx(1 / 3)
 
 
-# ---------------------------------------------------------------------------- the memnet-1 format
-
-
-def format_1(tmp_path, model_section: dict, seeds: list, path_name: str = "old.pt") -> Path:
-    """A memnet-1 checkpoint of `seeds` (current models, seed 0 first): a seed dimension on every
-    parameter, the tables side by side as (V, n_tables * d), one flat model section."""
-    def old(name, values):
-        if name in ("tables", "temporal"):
-            return torch.stack([v.transpose(0, 1).reshape(v.shape[1], -1) for v in values])
-        return torch.stack([v.reshape(()) if name in ("halt_b", "log_penalty") else v for v in values])
-
-    states = [m.state_dict() for m in seeds]
-    state = {("emb" if k == "tables" else k): old(k, [s[k] for s in states]) for k in states[0]}
-    path = tmp_path / path_name
-    torch.save({"format": "memnet-1", "state_dict": state, "config": {"data": {}, "train": {}, "model": model_section},
-                "vocab": VOCAB.to_dict()}, path)
-    return path
+# ---------------------------------------------------------------------------- the memnet-2 format
 
 
 def tiny_vocab():
@@ -471,39 +456,55 @@ VOCAB = tiny_vocab()
 
 def memn2n(seed: int, **kw):
     from memnet.models import MemN2N
-    m = MemN2N(vocab_size=len(VOCAB), answer_words=VOCAB.answer_words(), memory_size=50, null_memory=False, **kw)
+    cfg = config.load(None, {"model.null_memory": False, **{f"model.{k}": v for k, v in kw.items()}})
+    m = MemN2N(cfg.model, vocab_size=len(VOCAB), answer_words=VOCAB.answer_words(), memory_size=50)
     m.reset_parameters(torch.Generator().manual_seed(seed))
-    if kw.get("masking") == "soft":
+    if kw.get("masking") in ("soft", "second"):
         with torch.no_grad():
-            m.log_penalty.fill_(0.1 * seed + 0.3)
+            m.masking.log_penalty.fill_(0.1 * seed + 0.3)
     return m
 
 
-def test_a_format_1_checkpoint_of_two_seeds_loads_the_first():
-    import tempfile
-    with tempfile.TemporaryDirectory() as folder:
-        section = {"type": "memn2n", "hops": 2, "dim": 5, "tying": "layerwise", "masking": "soft", "stopping": True,
-                   "layers": 2, "heads": 2}  # the flat section held the transformer's settings too
-        kw = dict(hops=2, dim=5, tying="layerwise", masking="soft", stopping=True)
-        path = format_1(Path(folder), section, [memn2n(1, **kw), memn2n(2, **kw)])
-        assert checkpoint.read(path)["format"] == checkpoint.FORMAT
-        model, cfg, _, _ = checkpoint.load(path)
-        assert (cfg.model.hops, cfg.model.dim, cfg.model.tying, cfg.model.null_memory) == (2, 5, "layerwise", False)
-        for name, value in memn2n(1, **kw).state_dict().items():
-            assert torch.equal(model.state_dict()[name], value), name
+OLD_NAMES = {"halting.w": "halt_w", "halting.b": "halt_b", "masking.log_penalty": "log_penalty", "answer.U": "answer_in",
+             "answer.b": "answer_in_b", "answer.V": "answer_out", "pointer.w": "relative", "attention.gate": "stick_gate"}
 
 
-def test_a_format_1_checkpoint_without_the_later_keys_takes_their_old_defaults():
-    import tempfile
-    with tempfile.TemporaryDirectory() as folder:  # no type, hops, dim or tying: memn2n, 3, 20, adjacent
-        path = format_1(Path(folder), {"stopping": True}, [memn2n(4, stopping=True)])
-        payload = torch.load(path, weights_only=True)
-        payload["state_dict"]["halt_b"] = payload["state_dict"]["halt_b"][0]  # a scalar without a seed dimension
-        torch.save(payload, path)
-        model, cfg, _, _ = checkpoint.load(path)
-        assert (cfg.model.type, cfg.model.hops, cfg.model.dim, cfg.model.tying) == ("memn2n", 3, 20, "adjacent")
-        for name, value in memn2n(4, stopping=True).state_dict().items():
-            assert torch.equal(model.state_dict()[name], value), name
+def format_2(tmp_path, model, model_section: dict, second: bool | None = None) -> Path:
+    """A memnet-2 checkpoint of a model: the parameters under their memnet-2 names, and with
+    `second` the switch model.second_alternate kept in the state."""
+    state = {OLD_NAMES.get(k, k): v for k, v in model.state_dict().items()}
+    if second is not None:
+        state["second"] = torch.tensor(float(second))
+    section = {"type": "memn2n", "alternate_init": True, "stick_alternate": -2.0, "answer_rows": "last",
+               "answer_reads": "current", "mask_linear_start": True, **model_section}
+    path = tmp_path / "old.pt"
+    torch.save({"format": "memnet-2", "state_dict": state, "vocab": VOCAB.to_dict(),
+                "config": {"data": {}, "train": {"joint_dim": 50, "joint_ideas": False}, "model": section}}, path)
+    return path
+
+
+@pytest.mark.parametrize("second", [False, True])
+def test_a_format_2_checkpoint_loads_and_answers_as_it_did(tmp_path, second):
+    kw = dict(hops=3, dim=5, masking="second" if second else "soft", stopping=True, halt_training="right",
+              attention="mixed", relative_time=2, answer_hidden=4, answer_from="question")
+    model = memn2n(3, **kw)
+    section = {**kw, "masking": "soft", "second_alternate": True, "null_memory": False}
+    loaded, cfg, _, payload = checkpoint.load(format_2(tmp_path, model, section, second))
+    assert payload["format"] == checkpoint.FORMAT and cfg.model.masking == ("second" if second else "soft")
+    for name, value in model.state_dict().items():
+        assert torch.equal(loaded.state_dict()[name], value), name
+    from memnet.data import encode_samples
+    samples = list(babi.samples(babi.parse_lines(["1 mary went kitchen.", "2 mary went garden.",
+                                                   "3 where mary?\tgarden\t2"])))
+    batch = encode_samples(samples, VOCAB, memory_size=50)
+    assert torch.equal(loaded(batch).attention, model.eval()(batch).attention)
+
+
+def test_a_format_2_checkpoint_of_a_dropped_switch_is_refused_by_name(tmp_path):
+    path = format_2(tmp_path, memn2n(0, dim=4), {"dim": 4, "answer_rows": "own"})
+    with pytest.raises(MemnetError, match=r"old.pt: written by an earlier memnet with model.answer_rows own, which "
+                                          r"this version no longer has; retrain it"):
+        checkpoint.load(path)
 
 
 def test_checkpoint_save_load_and_what_does_not_load(tmp_path):
@@ -533,28 +534,6 @@ def test_checkpoint_save_load_and_what_does_not_load(tmp_path):
     assert str(error.value) == f"{tmp_path / 'v.pt'}: checkpoint does not match this version of memnet (KeyError: 'itos')"
 
 
-def test_a_format_1_checkpoint_with_hops_and_no_tying_is_adjacent(tmp_path):
-    path = format_1(tmp_path, {"hops": 2, "dim": 6}, [memn2n(5, hops=2, dim=6)])  # 3 tables side by side
-    model, cfg, _, _ = checkpoint.load(path)
-    assert (cfg.model.hops, cfg.model.dim, cfg.model.tying, model.n_tables) == (2, 6, "adjacent", 3)
-    for name, value in memn2n(5, hops=2, dim=6).state_dict().items():
-        assert torch.equal(model.state_dict()[name], value), name
-
-
-def test_a_format_1_transformer_checkpoint_keeps_its_type(tmp_path):
-    from memnet.models import build_model
-    cfg = config.load(None, {"model.type": "transformer", "model.dim": 8, "model.layers": 1, "model.ff_dim": 8})
-    model = build_model(cfg, VOCAB)
-    state = {k: v[None] for k, v in model.state_dict().items()}  # one seed
-    section = {**cfg.to_dict()["model"], "hops": 3, "tying": "adjacent", "masking": "off"}  # the memory network's too
-    torch.save({"format": "memnet-1", "state_dict": state, "config": {**cfg.to_dict(), "model": section},
-                "vocab": VOCAB.to_dict()}, tmp_path / "t.pt")
-    loaded, cfg2, _, _ = checkpoint.load(tmp_path / "t.pt")
-    assert cfg2 == cfg
-    for name, value in model.state_dict().items():
-        assert torch.equal(loaded.state_dict()[name], value), name
-
-
 def test_errors_without_a_message_are_named_by_their_type(tmp_path, monkeypatch):
     cfg = config.load(None, {"model.dim": 4, "model.hops": 2})
     checkpoint.save(tmp_path / "m.pt", memn2n(0, dim=4, hops=2), cfg, VOCAB, step=1, best_metric=0.5)
@@ -576,19 +555,13 @@ def test_errors_without_a_message_are_named_by_their_type(tmp_path, monkeypatch)
     assert str(error.value) == f"{tmp_path / 'm.pt'}: not a readable memnet checkpoint (EOFError)"
 
 
-def test_a_format_1_checkpoint_of_an_unknown_model_type_is_named(tmp_path):
-    path = format_1(tmp_path, {"type": "lstm", "hops": 2}, [memn2n(0, hops=2)])
-    with pytest.raises(MemnetError) as error:
-        checkpoint.load(path)
-    assert str(error.value).startswith(f"{path}: the checkpoint's config does not load (model.type: expected one of ")
-
 
 @pytest.mark.parametrize("overrides, line", [
     ({}, (3, "memn2n, 3 hops, d=20, pe, stopping off, masking off")),
     ({"model.stopping": True, "model.masking": "hard", "model.hops": 4, "model.dim": 8, "model.encoding": "bow"},
      (4, "memn2n, 4 hops, d=8, bow, stopping on, masking hard")),
-    ({"model.stopping": True, "model.masking": "soft", "model.halt_training": "right", "model.second_alternate": True},
-     (3, "memn2n, 3 hops, d=20, pe, stopping on, masking soft (second on restarts 4-7)")),
+    ({"model.stopping": True, "model.masking": "second", "model.halt_training": "right"},
+     (3, "memn2n, 3 hops, d=20, pe, stopping on, masking second")),
     ({"model.type": "transformer"}, (2, "transformer, 2 layers, d=20, 2 heads, pe, halting off")),
     ({"model.type": "universal", "model.layers": 3, "model.stopping": True},
      (3, "universal, 3 layers, d=20, 2 heads, pe, halting stopping per question")),

@@ -423,7 +423,7 @@ def test_eval_sets_the_stopping_rules_gate(capsys, inspect_run, tmp_path):
     A halting unit that stops at hop 1 on every question (h_k near 1), as the checkpoint has it, then
     gated at P = 1 (an answer that sure the tiny model never gives): every question reads to hop 3."""
     payload = checkpoint.read(inspect_run["checkpoint"])
-    payload["state_dict"]["halt_b"] = torch.tensor([20.0])
+    payload["state_dict"]["halting.b"] = torch.tensor([20.0])
     checkpoint.write(tmp_path / "stops.pt", {k: v for k, v in payload.items() if k != "format"})
     argv = ["eval", "--checkpoint", tmp_path / "stops.pt", "--data", inspect_run["data"], "--json"]
     by_gate = {}
@@ -462,32 +462,41 @@ def test_train_stores_the_data_folder_absolute(capsys, monkeypatch, tmp_path):
     assert checkpoint.read(tmp_path / "run" / "model.pt")["config"]["data"]["dir"] == str((tmp_path / "data").resolve())
 
 
-def test_a_summed_read_out_shows_what_the_answering_hop_counted():
-    """model.answer_reads sum: the table's sum column is each memory's gate σ(z_i) at the hop
-    answered from (the model's Result.gates), oldest first, in every format that has columns;
-    other models have none."""
+def test_a_readers_gates_show_what_the_answering_hop_counted():
+    """A reader whose Result has gates (the word reader's summed read, experiments/): the table's
+    sum column is each memory's gate at the hop answered from, oldest first, in every format that
+    has columns; a model without gates has none."""
     from memnet.config import load
     from memnet.data import Vocab
     from memnet.inspect import inspect_samples, render_markdown, render_text, to_dict
     from memnet.models import build_model, init_weights
     from test_model import STORY
 
+    class Gated(torch.nn.Module):  # a memory network whose Result also carries gates
+        def __init__(self, model):
+            super().__init__()
+            self.model, self.linear = model, False
+
+        def forward(self, batch):
+            r = self.model(batch)
+            K, M = r.attention.shape[1:]
+            gates = torch.sigmoid(torch.arange(K * M, dtype=torch.float32).view(K, M) / 10 - 1)  # (K, M) all different
+            return r._replace(gates=gates.expand_as(r.attention).clone())
+
     samples = list(babi.samples(babi.parse_lines(STORY.splitlines())))
     vocab = Vocab.build(samples)
-    cfg = load(None, {"model.answer_hidden": 4, "model.answer_reads": "sum", "model.answer_from": "question"})
-    model = init_weights(build_model(cfg, vocab), cfg, 0)
+    cfg = load(None, {"model.answer_hidden": 4, "model.answer_from": "question"})
+    model = Gated(init_weights(build_model(cfg, vocab), cfg, 0))
     with torch.no_grad():
-        model.sum_bias.copy_(torch.tensor([-3.0, 0.0, 3.0]))  # hop 3's gates, the ones shown, mostly open
         result = model(encode_samples(samples, vocab, cfg.data.memory_size))
     table = inspect_samples(model, vocab, cfg, samples)[2]
     n = len(samples[2].facts)
-    assert table.summed == pytest.approx(result.gates[2, 2, :n].flip(0).tolist(), abs=1e-6)
-    assert all(0.5 < g < 1 for g in table.summed) and result.gates[2, 2, n:].abs().sum() == 0  # padding counts nothing
+    hop = int(result.hops_used[2]) - 1
+    assert table.summed == pytest.approx(result.gates[2, hop, :n].flip(0).tolist(), abs=1e-6)
     assert to_dict(table)["summed"] == table.summed
     text = render_text(table).splitlines()
     assert text[1].split()[-1] == "sum" and text[2].split()[-1] == f"{table.summed[0]:.2f}"
     markdown = render_markdown(table).splitlines()
     header = next(line for line in markdown if line.startswith("| sentence"))
-    assert header.endswith("| sum |") and f"| {table.summed[-1]:.2f} |" in markdown[markdown.index(header) + 1 + n - 1]
-    plain = load(None, {"model.answer_hidden": 4})
-    assert inspect_samples(init_weights(build_model(plain, vocab), plain, 0), vocab, plain, samples)[2].summed == []
+    assert header.endswith("| sum |") and f"| {table.summed[-1]:.2f} |" in markdown[markdown.index(header) + 1 + n]
+    assert inspect_samples(model.model, vocab, cfg, samples)[2].summed == []

@@ -7,7 +7,7 @@ from memnet import babi, checkpoint
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
-from memnet.models import Ensemble, build_model, init_weights
+from memnet.models import Ensemble, build_model, init_weights, restart_model
 
 STORY = """\
 1 Lily is a frog.
@@ -40,7 +40,7 @@ VARIANTS = [
     {"relative_time": 3, "answer_from": "question", "stopping": True, "masking": "hard", "hops": 4},
     {"relative_time": 2, "relative_query": True, "answer_from": "question", "masking": "soft"},
     {"stopping": True, "halt_training": "right", "answer_from": "question", "masking": "soft"},
-    {"answer_hidden": 5, "answer_reads": "sum", "answer_from": "question", "masking": "hard", "relative_time": 2},
+    {"answer_hidden": 5, "answer_from": "question", "masking": "hard", "relative_time": 2},
     {"attention": "stick", "masking": "soft", "stopping": True, "relative_time": 2, "relative_query": True},
     {"attention": "mixed", "masking": "hard", "answer_from": "question", "relative_time": 2},
 ]
@@ -171,16 +171,16 @@ def test_stick_breaking_gives_each_memory_its_share_of_what_the_more_recent_left
 def test_mixed_attention_weighs_stick_breaking_and_the_softmax_by_each_hops_learned_share(data):
     _, vocab, batch = data
     mixed, stick, soft = make(vocab, attention="mixed"), make(vocab, attention="stick"), make(vocab)
-    assert (mixed.stick_gate == 0).all()  # one half each at the start
+    assert (mixed.attention.gate == 0).all()  # one half each at the start
     with torch.no_grad():
-        mixed.stick_gate.copy_(torch.tensor([1.5, -0.5, 0.0]))
+        mixed.attention.gate.copy_(torch.tensor([1.5, -0.5, 0.0]))
     stick.load_state_dict(soft.state_dict())
-    mixed.load_state_dict({**soft.state_dict(), "stick_gate": mixed.stick_gate.detach().clone()})
+    mixed.load_state_dict({**soft.state_dict(), "attention.gate": mixed.attention.gate.detach().clone()})
     share = torch.sigmoid(torch.tensor(1.5))
     a = mixed(batch).attention[:, 0]  # hop 1: the same scores in all three
     assert torch.allclose(a, share * stick(batch).attention[:, 0] + (1 - share) * soft(batch).attention[:, 0], atol=1e-6)
     mixed(batch).loss.backward()
-    assert (mixed.stick_gate.grad != 0).all()
+    assert (mixed.attention.gate.grad != 0).all()
 
 
 def test_mixed_attentions_gates_start_at_stick_init(data):
@@ -188,7 +188,7 @@ def test_mixed_attentions_gates_start_at_stick_init(data):
     attention is then σ(stick_init) stick-breaking; the config refuses a value that is not finite."""
     _, vocab, batch = data
     for seed in (0, 1):
-        assert (make(vocab, seed, attention="mixed", alternate_init=True, stick_init=-3.0).stick_gate == -3.0).all()
+        assert (make(vocab, seed, attention="mixed", init_std=0.3 if seed else 0.1, stick_init=-3.0).attention.gate == -3.0).all()
     mixed, stick, soft = make(vocab, attention="mixed", stick_init=-3.0), make(vocab, attention="stick"), make(vocab)
     share = torch.sigmoid(torch.tensor(-3.0))
     a = mixed(batch).attention[:, 0]
@@ -197,20 +197,39 @@ def test_mixed_attentions_gates_start_at_stick_init(data):
         config(0.0, attention="mixed", stick_init=float("nan"))
 
 
-def test_stick_alternate_starts_every_other_pair_of_restarts_gates_elsewhere(data):
-    """model.stick_alternate: restarts 2, 3, 6, 7 start their g_k at stick_init plus it, restarts
-    0, 1, 4, 5 at stick_init, so both of alternate_init's initialisations meet both starts; 0
-    leaves every restart at stick_init, and the config refuses a value that is not finite."""
+def test_a_restart_grid_starts_each_restart_as_its_entry_says(data):
+    """train.restart_grid: restart s is built and starts exactly as a run configured with entry
+    s mod n would start it (the same seed), and the entries cycle over the restarts."""
     _, vocab, _ = data
-    starts = [make(vocab, seed, attention="mixed", alternate_init=True, stick_init=0.5, stick_alternate=-2.0)
-              .stick_gate.tolist() for seed in range(8)]
-    assert starts == [[0.5] * 3 if seed // 2 % 2 == 0 else [-1.5] * 3 for seed in range(8)]
-    assert (make(vocab, 2, attention="mixed", stick_init=0.5).stick_gate == 0.5).all()
-    paper = make(vocab, 3, attention="mixed", alternate_init=True)
-    alternate = make(vocab, 3, attention="mixed", alternate_init=True, stick_alternate=-2.0)
-    assert all(torch.equal(v, paper.state_dict()[k]) for k, v in alternate.state_dict().items() if k != "stick_gate")
-    with pytest.raises(ConfigError, match="model.stick_alternate"):
-        config(0.0, attention="mixed", stick_alternate=float("inf"))
+    cfg = load(None, {"model.attention": "mixed", "model.stick_init": 0.5, "train.restarts": 6, "train.restart_grid":
+                      "[{}, {model.init_std: 0.3, model.temporal_zero_init: true}, {model.stick_init: -1.5}]"})
+    models = [restart_model(cfg, vocab, s) for s in range(6)]
+    assert [m.attention.gate[0].item() for m in models] == [0.5, 0.5, -1.5] * 2
+    assert [bool((m.temporal == 0).all()) for m in models] == [False, True, False] * 2
+    for s, entry in ((1, {"model.init_std": 0.3, "model.temporal_zero_init": True}), (5, {"model.stick_init": -1.5})):
+        alone = load(None, {"model.attention": "mixed", "model.stick_init": 0.5, **entry})
+        same = init_weights(build_model(alone, vocab), alone, s)
+        assert all(torch.equal(v, same.state_dict()[k]) for k, v in models[s].state_dict().items())
+
+
+def test_a_grid_restart_in_a_checkpoint_answers_as_it_trained(data, tmp_path):
+    """A checkpoint names its restart: loaded, the model is built with that restart's grid entry
+    (here masking second, which blocks hop 2 from hop 1's choice) and its config says so."""
+    _, vocab, batch = data
+    cfg = load(None, {"model.stopping": True, "model.halt_training": "right", "model.masking": "soft",
+                      "model.null_memory": False, "train.restart_grid":
+                      "[{}, {model.masking: second, model.halt_training: right_last}]"})
+    soft, second = restart_model(cfg, vocab, 0), restart_model(cfg, vocab, 1)
+    assert (soft.cfg.masking, second.cfg.masking, second.cfg.halt_training) == ("soft", "second", "right_last")
+    checkpoint.save(tmp_path / "model.pt", second, cfg, vocab, step=1, best_metric=0.5, restarts=[1])
+    loaded, loaded_cfg, _, payload = checkpoint.load(tmp_path / "model.pt")
+    assert payload["restarts"] == [1] and loaded_cfg.model.masking == "second"
+    r = loaded(batch)
+    assert torch.equal(r.attention, second.eval()(batch).attention)
+    first = r.attention[:, 0].argmax(-1, keepdim=True)  # (3, 1) hop 1's choice
+    assert (r.attention[:, 1].gather(-1, first) == 0).all()
+    soft.load_state_dict(second.state_dict())
+    assert (soft.eval()(batch).attention[:, 1].gather(-1, first) > 0).all()  # restart 0's masking lets it back
 
 
 def test_hard_masking_never_reattends_a_chosen_memory(data):
@@ -243,96 +262,22 @@ def test_second_masking_blocks_hop_1s_choice_at_hop_2_alone(data):
     p_soft = soft(batch).attention
     assert torch.allclose(r.attention[:, 0], p_soft[:, 0]) and not torch.allclose(r.attention[:, 1], p_soft[:, 1])
     hard = make(vocab, masking="hard", hops=3, null_memory=False)
-    hard.load_state_dict({k: v for k, v in model.state_dict().items() if k != "log_penalty"})
+    hard.load_state_dict({k: v for k, v in model.state_dict().items() if k != "masking.log_penalty"})
     assert torch.allclose(r.attention[:, 1], hard(batch).attention[:, 1])  # hop 2 as hard masking's
-
-
-def test_without_mask_linear_start_soft_masking_waits_for_the_softmax(data):
-    """During linear start p_i is the score itself, so soft masking's penalty would read -e^x of a
-    chosen memory; with mask_linear_start false the hops there attend as without masking, and
-    after linear start as soft masking does."""
-    _, vocab, batch = data
-    waits = make(vocab, masking="soft", hops=3, mask_init=1.0, mask_linear_start=False)
-    always = make(vocab, masking="soft", hops=3, mask_init=1.0)
-    unmasked = make(vocab, hops=3)
-    always.load_state_dict(waits.state_dict())
-    unmasked.load_state_dict({k: v for k, v in waits.state_dict().items() if k != "log_penalty"})
-    for model in (waits, always, unmasked):
-        model.linear = True
-    p = waits(batch).attention
-    assert torch.allclose(p, unmasked(batch).attention)
-    assert not torch.allclose(p[:, 1:], always(batch).attention[:, 1:])
-    loss = waits(batch).loss
-    loss.backward()
-    assert waits.log_penalty.grad is None and waits.tables.grad is not None  # nothing for the penalty to learn there
-    for model in (waits, always):
-        model.linear = False
-    assert torch.allclose(waits(batch).attention, always(batch).attention)
-    assert not torch.allclose(waits(batch).attention[:, 1:], unmasked(batch).attention[:, 1:])
-
-
-def test_second_alternate_switches_restarts_4_to_7_and_their_weights_keep_it(data, tmp_path):
-    """model.second_alternate: restarts 4-7 mask as `second` and train with right_last, the others
-    as set (soft, right); the switch is in each restart's state, so a checkpoint of a switched
-    restart answers as it did, and the config refuses it beside anything but soft masking and right."""
-    _, vocab, batch = data
-    both = dict(stopping=True, halt_training="right", masking="soft", null_memory=False, hops=3,
-                second_alternate=True)
-    models = [make(vocab, seed, **both) for seed in range(8)]
-    assert [float(m.second) for m in models] == [0.0] * 4 + [1.0] * 4
-    assert [m.halt_training for m in models] == ["right"] * 4 + ["right_last"] * 4
-    plain = make(vocab, 5, **{**both, "second_alternate": False})
-    assert "second" not in plain.state_dict()  # no switch: the state is soft masking's as before
-    assert all(torch.equal(v, plain.state_dict()[k]) for k, v in models[5].state_dict().items() if k != "second")
-    switched, unswitched = models[5](batch), plain(batch)
-    first = switched.attention[:, 0].argmax(-1, keepdim=True)  # (3, 1) hop 1's choice
-    assert (switched.attention[:, 1].gather(-1, first) == 0).all()
-    assert (unswitched.attention[:, 1].gather(-1, first) > 0).all()
-    second = make(vocab, 5, **{**both, "second_alternate": False, "masking": "second"})
-    assert torch.equal(switched.attention, second(batch).attention)  # as masking second
-    cfg = config(**both)
-    checkpoint.save(tmp_path / "model.pt", models[5], cfg, vocab, step=1, best_metric=0.5)
-    loaded, _, _, _ = checkpoint.load(tmp_path / "model.pt")
-    assert loaded.blocks_hop2 and torch.equal(loaded(batch).attention, switched.attention)
-    with pytest.raises(ConfigError, match="model.second_alternate"):
-        config(**{**both, "masking": "second"})
-    with pytest.raises(ConfigError, match="model.second_alternate"):
-        config(**{**both, "early_alternate": 0.0})
-
-
-def test_second_alternate_pull_weighs_the_later_answers_of_the_restarts_left_soft(data):
-    """model.second_alternate_pull: the restarts second_alternate leaves soft (0-3, 8, 9) train the
-    later hops' early answers at its weight, the switched ones (4-7) keep early_answers; hop 1's
-    stays early_answers_hop1. A soft restart at 0 trains as one with early_answers 0."""
-    _, vocab, batch = data
-    both = dict(stopping=True, halt_training="right", masking="soft", null_memory=False, hops=3, halt_init=0.0,
-                second_alternate=True, early_answers=0.3, early_answers_hop1=0.1)
-    models = [make(vocab, seed, **both, second_alternate_pull=0.0) for seed in range(10)]
-    assert [m.early_answers for m in models] == [0.0] * 4 + [0.3] * 4 + [0.0] * 2
-    assert {m.early_answers_hop1 for m in models} == {0.1}
-    assert [m.early_answers for m in (make(vocab, seed, **both) for seed in (0, 4))] == [0.3, 0.3]  # -1: as before
-    free = make(vocab, 0, **{**both, "second_alternate": False, "early_answers": 0.0})
-    pulled = make(vocab, 0, **{**both, "second_alternate": False})
-    assert models[0](batch).loss.item() == pytest.approx(free(batch).loss.item(), rel=1e-6)
-    assert models[0](batch).loss.item() != pytest.approx(pulled(batch).loss.item(), rel=1e-3)
-    with pytest.raises(ConfigError, match="model.second_alternate_pull"):
-        config(**{**both, "second_alternate": False}, second_alternate_pull=0.0)
-    with pytest.raises(ConfigError, match="model.second_alternate_pull"):
-        config(**both, second_alternate_pull=-0.5)
 
 
 def test_stopping_reports_hops_and_reasons(data):
     _, vocab, batch = data
     model = make(vocab, stopping=True, hops=3)
     with torch.no_grad():
-        model.halt_w.zero_()
-        model.halt_b.fill_(5.0)  # always says stop
+        model.halting.w.zero_()
+        model.halting.b.fill_(5.0)  # always says stop
     r = model(batch)
     assert r.hops_used.tolist() == [1, 1, 1] and r.halted.all()
     assert torch.equal(r.logits, r.hop_logits[:, 0])
     assert (r.attention[:, 1:] == 0).all()
     with torch.no_grad():
-        model.halt_b.fill_(-5.0)  # never says stop
+        model.halting.b.fill_(-5.0)  # never says stop
     r = model(batch)
     assert r.hops_used.tolist() == [3, 3, 3] and not r.halted.any()
 
@@ -344,20 +289,20 @@ def test_halt_confidence_goes_past_a_stop_whose_answer_is_unsure_at_inference_on
     _, vocab, batch = data
     model = make(vocab, stopping=True, halt_training="right", answer_from="question", hops=3)
     with torch.no_grad():
-        model.halt_w.zero_()
-        model.halt_b.fill_(5.0)  # h_k passes the threshold at every hop
+        model.halting.w.zero_()
+        model.halting.b.fill_(5.0)  # h_k passes the threshold at every hop
     model.eval()
     ungated = model(batch)
     sure = ungated.hop_logits.detach().softmax(-1).amax(-1)  # (B, K) each hop's answer's probability
     assert ungated.hops_used.tolist() == [1, 1, 1] and len(set(sure[:, 0].tolist())) == 3
-    model.halt_confidence = float(sure[:, 0].median())  # two questions sure enough at hop 1, one not
+    model.halting.confidence = float(sure[:, 0].median())  # two questions sure enough at hop 1, one not
     r = model(batch)
-    enough = torch.cat([sure[:, :-1] >= model.halt_confidence, torch.ones(3, 1, dtype=torch.bool)], 1)
+    enough = torch.cat([sure[:, :-1] >= model.halting.confidence, torch.ones(3, 1, dtype=torch.bool)], 1)
     assert torch.equal(r.hops_used, enough.float().argmax(-1) + 1) and (r.hops_used > 1).sum() == 1
     assert torch.equal(r.logits, ungated.hop_logits[torch.arange(3), r.hops_used - 1])
     model.train()
     trained = model(batch)
-    model.halt_confidence = 0.0
+    model.halting.confidence = 0.0
     assert trained.hops_used.tolist() == [1, 1, 1] and torch.equal(trained.loss, model(batch).loss)
     with pytest.raises(ConfigError, match="halt_confidence.*model.stopping"):
         load(None, {"model.halt_confidence": 0.9})
@@ -372,33 +317,32 @@ def test_halting_trained_on_rightness_trains_every_hops_answer_and_steers_nothin
     _, vocab, batch = data
     model = make(vocab, stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3)
     with torch.no_grad():  # h_k = σ(-1) on every hop: no question stops early
-        model.halt_w.zero_()
-        model.halt_b.fill_(-1.0)
-    seen, halt = {}, model.halt
+        model.halting.w.zero_()
+        model.halting.b.fill_(-1.0)
+    seen = {}
 
-    def keep_states(states, *rest):
-        seen.setdefault("states", states.detach())
-        return halt(states, *rest)
-    model.halt = keep_states
+    def keep_states(_, args):  # what the halting unit reads: the first forward's states (B, K, d)
+        seen.setdefault("states", args[0].detach())
+    model.halting.register_forward_pre_hook(keep_states)
     r = model(batch)
     assert r.hops_used.tolist() == [3, 3, 3]
     ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
                                            reduction="none")  # (B, K) CE(â_k)
     answers = ce[:, 2].sum() + 0.3 * ce[:, :2].sum()
-    h = torch.sigmoid(seen["states"][:, :2] @ model.halt_w + model.halt_b)  # (B, 2)
+    h = torch.sigmoid(seen["states"][:, :2] @ model.halting.w + model.halting.b)  # (B, 2)
     right = r.hop_logits[:, :2].argmax(-1) == batch.answer[:, None]  # (B, 2)
     bce = -torch.where(right, h.log(), (1 - h).log()).sum()
     assert r.loss.item() == pytest.approx((answers + bce).item(), rel=1e-5)
-    tables, halt_w = torch.autograd.grad(r.loss - answers, [model.tables, model.halt_w], allow_unused=True)
+    tables, halt_w = torch.autograd.grad(r.loss - answers, [model.tables, model.halting.w], allow_unused=True)
     assert tables is None or tables.abs().max() < 1e-5  # the halting's loss reaches no table the hops read
     assert halt_w.abs().sum() > 0
     with torch.no_grad():  # now the rule answers from hop 1: its answer at weight 1, the others at 0.3
-        model.halt_b.fill_(5.0)
+        model.halting.b.fill_(5.0)
     r = model(batch)
     assert r.hops_used.tolist() == [1, 1, 1]
     ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
                                            reduction="none")
-    h = torch.sigmoid(seen["states"][:, :2] @ model.halt_w + model.halt_b)  # the same weights the hops ran with
+    h = torch.sigmoid(seen["states"][:, :2] @ model.halting.w + model.halting.b)  # the same weights the hops ran with
     bce = -torch.where(right, h.log(), (1 - h).log()).sum()
     assert r.loss.item() == pytest.approx((ce[:, 0].sum() + 0.3 * ce[:, 1:].sum() + bce).item(), rel=1e-5)
     # with early_answers 0, a rule that never stops trains the tables as the last hop's answer alone does
@@ -423,8 +367,8 @@ def test_early_answers_hop1_weighs_hop_1s_answer_apart_from_the_later_hops(data)
     assert (s.loss - r.loss).item() == pytest.approx(0.2 * ce[:, 0].sum().item(), rel=1e-4)
     assert make(vocab, early_answers_hop1=-1.0, **kw)(batch).loss.item() == pytest.approx(s.loss.item(), rel=1e-6)
     with torch.no_grad():  # the rule answers from hop 1: its answer at 1 whatever early_answers_hop1 says
-        apart.halt_b.fill_(30.0)
-        same.halt_b.fill_(30.0)
+        apart.halting.b.fill_(30.0)
+        same.halting.b.fill_(30.0)
     r, s = apart(batch), same(batch)
     assert r.hops_used.tolist() == [1, 1, 1]
     assert r.loss.item() == pytest.approx(s.loss.item(), rel=1e-6)
@@ -439,17 +383,17 @@ def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from
     hop's at early_answers; those others train the answer layer but reach no table the hops read."""
     _, vocab, batch = data
     model = make(vocab, stopping=True, halt_training="right_last", early_answers=0.3, answer_from="question", hops=3,
-                 answer_hidden=4, answer_reads="current")
+                 answer_hidden=4)
     with torch.no_grad():  # the rule answers from hop 1
-        model.halt_w.zero_()
-        model.halt_b.fill_(5.0)
-        model.answer_out.normal_()
+        model.halting.w.zero_()
+        model.halting.b.fill_(5.0)
+        model.answer.V.normal_()
     r = model(batch)
     assert r.hops_used.tolist() == [1, 1, 1]
     ce = torch.nn.functional.cross_entropy(r.hop_logits.transpose(1, 2), batch.answer[:, None].expand(-1, 3),
                                            reduction="none")  # (B, K) CE(â_k)
     answers = ce[:, 0].sum() + ce[:, 2].sum() + 0.3 * ce[:, 1].sum()
-    h = torch.sigmoid(model.halt_b)  # h_1 = h_2 on every question (w_h = 0)
+    h = torch.sigmoid(model.halting.b)  # h_1 = h_2 on every question (w_h = 0)
     right = r.hop_logits[:, :2].argmax(-1) == batch.answer[:, None]  # (B, 2)
     bce = -torch.where(right, h.log(), (1 - h).log()).sum()
     assert r.loss.item() == pytest.approx((answers + bce).item(), rel=1e-5)
@@ -460,105 +404,20 @@ def test_halting_right_last_trains_the_last_answer_too_and_the_others_apart_from
     g_mid, = torch.autograd.grad(ce[:, 1].sum(), [model.tables], retain_graph=True)
     assert torch.allclose(g_loss[:-1], g_ends[:-1], atol=1e-6)
     assert g_mid[:-1].abs().max() > 1e-4  # as right would let it
-    g_u, = torch.autograd.grad(r.loss, [model.answer_in], retain_graph=True)
-    g_u_ends, = torch.autograd.grad(ce[:, 0].sum() + ce[:, 2].sum(), [model.answer_in])
+    g_u, = torch.autograd.grad(r.loss, [model.answer.U], retain_graph=True)
+    g_u_ends, = torch.autograd.grad(ce[:, 0].sum() + ce[:, 2].sum(), [model.answer.U])
     assert (g_u - g_u_ends).abs().max() > 1e-4  # hop 2's answer does train the answer module
     right = make(vocab, stopping=True, halt_training="right", early_answers=0.3, answer_from="question", hops=3,
-                 answer_hidden=4, answer_reads="current")
+                 answer_hidden=4)
     right.load_state_dict(model.state_dict())
     plain = right(batch)  # right: the last hop's answer at 0.3 where the rule stops at hop 1
     assert plain.loss.item() == pytest.approx((r.loss - 0.7 * ce[:, 2].sum()).item(), rel=1e-5)
 
 
-def test_halting_right_own_lets_each_early_answer_steer_its_own_hop_alone(data):
-    """halt_training right_own: the loss is right's (the rule's answer at 1, the others at
-    early_answers), but an early answer's gradient stops at its hop's input: hop 2's answer trains
-    hop 2's attention and read-out, and neither hop 1 (A^1, the table only hop 1's memories read
-    with the question's offset table) nor the question's own table."""
-    _, vocab, batch = data
-    kw = dict(stopping=True, early_answers=0.3, early_answers_hop1=0.0, answer_from="question", hops=3,
-              answer_hidden=4, answer_reads="current", question_table="offset", relative_time=2, relative_query=True,
-              masking="soft", attention="mixed", halt_init=-30.0)
-    own, right, none = (make(vocab, halt_training=h, **kw) for h in ("right_own", "right", "right"))
-    with torch.no_grad():
-        own.answer_out.normal_(generator=torch.Generator().manual_seed(1))
-        own.relative.normal_(generator=torch.Generator().manual_seed(2))
-        own.question_table.normal_(generator=torch.Generator().manual_seed(3))
-    right.load_state_dict(own.state_dict())
-    none.load_state_dict(own.state_dict())
-    none.early_answers = 0.0  # the rule's answer (the last hop's) alone
-    r_own, r_right, r_none = own(batch), right(batch), none(batch)
-    assert r_own.hops_used.tolist() == [3, 3, 3]
-    assert r_own.loss.item() == pytest.approx(r_right.loss.item(), rel=1e-6)  # the same loss
-    assert r_own.loss.item() > r_none.loss.item() + 1e-3
-    params = lambda m: [m.tables, m.question_table, m.relative_q, m.stick_gate]
-    g_own, g_right, g_none = (torch.autograd.grad(r.loss, params(m)) for r, m in
-                              ((r_own, own), (r_right, right), (r_none, none)))
-    for g in (g_own, g_right):  # hop 1's table A^1 and the question's table: early answers reach them under right alone
-        assert torch.allclose(g[0][0], g_none[0][0], atol=1e-6) == (g is g_own)
-        assert torch.allclose(g[1], g_none[1], atol=1e-6) == (g is g_own)
-    assert (g_own[0][1:] - g_none[0][1:]).abs().max() > 1e-4  # the later hops' tables do learn from them
-    assert (g_own[2] - g_none[2]).abs().max() > 1e-4  # and so do hop 2's and 3's pointer weights
-    assert (g_own[3][1:] - g_none[3][1:]).abs().max() > 1e-4  # and their attention's gates
-    assert torch.allclose(g_own[3][0], g_none[3][0], atol=1e-6)  # hop 1's gate: from its own answer alone (at 0)
-    with pytest.raises(ConfigError, match="right_own"):
-        config(stopping=True, halt_training="right_own", answer_from="state")
-    with pytest.raises(ConfigError, match="answer_reads current or product"):
-        config(stopping=True, halt_training="right_own", answer_from="question", answer_hidden=4, answer_reads="all")
-
-
-def test_answer_rows_own_reads_each_hops_answer_through_its_own_output_table(data):
-    """answer_rows own: â_k = softmax(W^k state_k), W^k the answer words' rows of C^k (table k + 1
-    with adjacent tying); the last hop's W^K is the paper's W^T = C^K, so without the stopping rule
-    the answer is the same model's."""
-    _, vocab, batch = data
-    own = make(vocab, answer_rows="own", hops=3, answer_from="question")
-    last = make(vocab, hops=3, answer_from="question")
-    last.load_state_dict(own.state_dict())
-    seen, logits = {}, own.answer_logits
-
-    def keep_states(states, W):
-        seen.setdefault("states", states.detach())
-        return logits(states, W)
-    own.answer_logits = keep_states
-    r_own, r_last = own(batch), last(batch)
-    for k in range(3):
-        W_k = own.answer_bag @ own.tables[k + 1]  # (A, d) the answer words' rows of C^k
-        assert torch.allclose(r_own.hop_logits[:, k], seen["states"][:, k] @ W_k.T, atol=1e-5)
-    assert not torch.allclose(r_own.hop_logits[:, 0], r_last.hop_logits[:, 0], atol=1e-3)
-    assert torch.allclose(r_own.hop_logits[:, 2], r_last.hop_logits[:, 2])
-    assert torch.allclose(r_own.logits, r_last.logits) and torch.allclose(r_own.loss, r_last.loss)
-    with pytest.raises(ConfigError, match="answer_rows"):
-        load(None, {"model.answer_rows": "own", "model.tying": "layerwise"})
-
-
-def test_question_table_own_embeds_the_question_apart_from_a1(data):
-    """question_table own: u^1 from a table B of its own, a copy of A^1 at the start (the same
-    answers as tied), which the question's gradient trains instead of A^1 (the kernel against
-    this: tests/test_kernels.py)."""
-    _, vocab, batch = data
-    own = make(vocab, question_table="own", hops=2)
-    tied = make(vocab, hops=2)
-    assert torch.equal(own.question_table, own.tables[0]) and torch.equal(own.tables, tied.tables)
-    r_own, r_tied = own(batch), tied(batch)
-    assert torch.allclose(r_own.logits, r_tied.logits) and torch.allclose(r_own.loss, r_tied.loss)
-    r_own.loss.backward()
-    r_tied.loss.backward()
-    asked = batch.query.unique()
-    asked = asked[asked != 0]  # the question's words (0: padding)
-    assert own.question_table.grad[asked].abs().sum() > 0
-    # A^1's rows of the question's words now get only the memories' gradient: what tied adds is B's
-    assert torch.allclose(own.tables.grad[0] + own.question_table.grad, tied.tables.grad[0], atol=1e-6)
-    with torch.no_grad():  # trained apart: a change to B moves the answers, A^1 stays
-        own.question_table.add_(0.5)
-    assert not torch.allclose(own(batch).logits, r_tied.logits)
-    with pytest.raises(ConfigError, match="question_table"):
-        load(None, {"model.question_table": "own", "model.tying": "layerwise"})
-
-
 def test_question_table_offset_starts_tied_and_follows_a1(data):
     """question_table offset: B = A^1 + B' with B' from zero: the same answers and loss as tied at
-    the start, A^1 trained by the memories alone and B' by the question, as own's A^1 and B are."""
+    the start, A^1 trained by the memories alone and B' by the question: between them they get
+    what tied's A^1 gets, and a word only questions hold ('what', 'color') gets nothing in A^1."""
     _, vocab, batch = data
     offset = make(vocab, question_table="offset", hops=2)
     tied = make(vocab, hops=2)
@@ -567,11 +426,14 @@ def test_question_table_offset_starts_tied_and_follows_a1(data):
     assert torch.allclose(r_offset.logits, r_tied.logits) and torch.allclose(r_offset.loss, r_tied.loss)
     r_offset.loss.backward()
     r_tied.loss.backward()
-    own = make(vocab, question_table="own", hops=2)
-    own(batch).loss.backward()
-    assert torch.allclose(offset.tables.grad, own.tables.grad, atol=1e-6)  # A^1: the memories' gradient alone
-    assert torch.allclose(offset.question_table.grad, own.question_table.grad, atol=1e-6)
-    assert offset.question_table.grad.abs().sum() > 0
+    assert torch.allclose(offset.tables.grad[1:], tied.tables.grad[1:], atol=1e-6)
+    # A^1: the memories' gradient alone; B': the question's; tied's A^1 gets both
+    assert torch.allclose(offset.tables.grad[0] + offset.question_table.grad, tied.tables.grad[0], atol=1e-6)
+    asked_only = [vocab.stoi["what"], vocab.stoi["color"]]  # words no story holds
+    assert (offset.tables.grad[0][asked_only] == 0).all() and (tied.tables.grad[0][asked_only] != 0).any()
+    assert (offset.question_table.grad[asked_only] != 0).any()
+    told_only = sorted(set(batch.story.unique().tolist()) - set(batch.query.unique().tolist()) - {0})
+    assert told_only and (offset.question_table.grad[told_only] == 0).all()  # words no question holds
     with torch.no_grad():  # A^1 moved: the question moves with it, as tied's does
         offset.tables[0].add_(0.3)
         tied.tables[0].add_(0.3)
@@ -610,13 +472,11 @@ def test_restarts_start_from_their_own_weights(data):
     assert not torch.equal(a(batch).logits, b(batch).logits)
 
 
-def test_alternate_init_starts_odd_seeds_as_the_paper(data):
+def test_init_std_and_temporal_zero_init_set_how_a_restart_starts(data):
     _, vocab, _ = data
-    models = [make(vocab, seed=s, temporal_zero_init=True, init_std=0.3, alternate_init=True) for s in range(4)]
-    assert models[0].temporal.abs().sum() == 0 and models[2].temporal.abs().sum() == 0
-    assert models[1].temporal.abs().sum() > 0 and models[3].temporal.abs().sum() > 0
-    spread = [float(m.tables.detach().std()) for m in models]
-    assert min(spread[0::2]) > 0.25 and max(spread[1::2]) < 0.12
+    zero, paper = make(vocab, temporal_zero_init=True, init_std=0.3), make(vocab, init_std=0.1)
+    assert zero.temporal.abs().sum() == 0 and paper.temporal.abs().sum() > 0
+    assert float(zero.tables.detach().std()) > 0.25 and float(paper.tables.detach().std()) < 0.12
 
 
 def test_linear_start_removes_the_softmax(data):
@@ -645,27 +505,6 @@ def test_checkpoint_round_trip(data, tmp_path):
     loaded, cfg2, vocab2, payload = checkpoint.load(tmp_path / "model.pt")
     assert cfg2 == cfg and vocab2.itos == vocab.itos and payload["step"] == 7
     assert torch.equal(loaded(batch).logits, model.eval()(batch).logits)
-
-
-def test_a_format_1_checkpoint_loads_as_it_answered(data, tmp_path):
-    # memnet-1 (before the reference model): a seed dimension on every parameter, the tables side
-    # by side in one (V, n_tables * d) matrix, one flat model section without the later switches
-    _, vocab, batch = data
-    cfg = load(None, {"model.null_memory": False, "model.stopping": True})
-    model = make(vocab, null_memory=False, stopping=True).eval()
-    state = model.state_dict()
-    V, n, d = len(vocab), model.n_tables, model.dim
-    old_state = {"emb": state["tables"].transpose(0, 1).reshape(1, V, n * d),
-                 "temporal": state["temporal"].transpose(0, 1).reshape(1, -1, n * d),
-                 "halt_w": state["halt_w"][None], "halt_b": state["halt_b"]}
-    old = cfg.to_dict()
-    old["model"].update(layers=2, heads=2, ff_dim=80, scale=True)  # the flat section had the transformer's too
-    for key in ("null_memory", "vocabulary_softmax", "phrase_answers"):  # as written before the switches existed
-        del old["model"][key]
-    torch.save({"format": "memnet-1", "state_dict": old_state, "config": old, "vocab": vocab.to_dict()}, tmp_path / "old.pt")
-    loaded, cfg2, _, _ = checkpoint.load(tmp_path / "old.pt")
-    assert cfg2.model.null_memory is False and load(None, {}).model.null_memory is True  # new runs have it
-    assert torch.equal(loaded(batch).logits, model(batch).logits)
 
 
 def test_corrupt_and_foreign_checkpoints_fail_clearly(tmp_path):
@@ -726,8 +565,8 @@ def test_an_ensemble_stops_together_where_most_members_rules_say_stop(data, tmp_
     members = [make(vocab, seed=s, stopping=True, hops=3) for s in range(3)]
     for member, bias in zip(members, (5.0, -5.0, -5.0)):  # the first stops after hop 1, the others never
         with torch.no_grad():
-            member.halt_w.zero_()
-            member.halt_b.fill_(bias)
+            member.halting.w.zero_()
+            member.halting.b.fill_(bias)
     weights = {f"members.{i}.{k}": v for i, m in enumerate(members) for k, v in m.state_dict().items()}
     alone = build_model(load(None, settings), vocab)
     together = build_model(load(None, {**settings, "train.ensemble_halting": "together"}), vocab)
@@ -742,7 +581,7 @@ def test_an_ensemble_stops_together_where_most_members_rules_say_stop(data, tmp_
     assert torch.allclose(r.logits.exp(), hop[:, 2], atol=1e-6)
     assert (r.attention[:, 1:].sum(-1) > 0.5).all()  # the first member's attention, past its own stop
     with torch.no_grad():
-        together.members[1].halt_b.fill_(5.0)  # two of three say stop after hop 1
+        together.members[1].halting.b.fill_(5.0)  # two of three say stop after hop 1
     r = together(batch)
     assert r.hops_used.tolist() == [1, 1, 1] and r.halted.all() and r.stops[:, 0].all()
     assert torch.allclose(r.logits.exp(), hop[:, 0], atol=1e-6)
@@ -758,16 +597,16 @@ def test_an_ensemble_stops_together_where_most_members_rules_say_stop(data, tmp_
 
 
 def test_the_halting_bias_starts_at_halt_init(data):
-    """b_h starts at model.halt_init after either of alternate_init's initialisations (the
+    """b_h starts at model.halt_init whatever the initial scale (the
     default -2 as before): every hop's halting probability near σ(b_h) at first."""
     _, vocab, batch = data
     for kw, bias in (({}, -2.0), ({"halt_init": -4.0}, -4.0)):
-        for seed in (0, 1):
-            model = make(vocab, seed, stopping=True, alternate_init=True, **kw)
-            assert model.halt_b.item() == bias
+        for seed, std in ((0, 0.3), (1, 0.1)):
+            model = make(vocab, seed, stopping=True, init_std=std, **kw)
+            assert model.halting.b.item() == bias
     model = make(vocab, stopping=True, halt_init=-4.0, hops=3)
     with torch.no_grad():
-        model.halt_w.zero_()
+        model.halting.w.zero_()
     assert torch.allclose(model(batch).halt_probs[:, 0], torch.sigmoid(torch.tensor(-4.0)))
 
 
@@ -777,12 +616,12 @@ def test_the_soft_masking_penalty_starts_at_mask_init(data):
     _, vocab, batch = data
     for kw, x in (({}, 0.0), ({"mask_init": -3.0}, -3.0)):
         for seed in (0, 1):
-            assert make(vocab, seed, masking="soft", alternate_init=True, **kw).log_penalty.item() == x
+            assert make(vocab, seed, masking="soft", init_std=0.3 if seed else 0.1, **kw).masking.log_penalty.item() == x
     model = make(vocab, masking="soft", mask_init=-3.0, hops=2)
     r = model(batch)
     first = r.attention[:, 0].argmax(-1)  # hop 1's choice: visited for hop 2
     off = make(vocab, masking="off", hops=2)
-    off.load_state_dict({k: v for k, v in model.state_dict().items() if k != "log_penalty"})
+    off.load_state_dict({k: v for k, v in model.state_dict().items() if k != "masking.log_penalty"})
     p_off = off(batch).attention[:, 1]
     # the softmax of hop 2 with one score lowered by e^-3: the ratio of that memory's weight to another's
     other = (first + 1) % batch.length.min()
@@ -791,107 +630,39 @@ def test_the_soft_masking_penalty_starts_at_mask_init(data):
     assert torch.allclose(torch.log(ratio_off) - torch.log(ratio_soft), torch.full_like(ratio_soft, 0.049787068), atol=1e-4)
 
 
-def test_the_answer_module_starts_silent_and_reads_only_the_hops_so_far(data):
+def test_the_answer_module_starts_silent_and_reads_no_other_hops_read_out(data):
     """model.answer_hidden: V starts at zero, so the model answers as without the module (the
-    other weights drawn as before); hop k's module reads the question and o^1..o^k, never a
-    later hop's read-out; the module trains (its loss gradient reaches V)."""
+    other weights drawn as before); hop k's module never reads a later hop's read-out; the
+    module trains (its loss gradient reaches V)."""
     _, vocab, batch = data
     for seed in (0, 1):
-        plain, module = make(vocab, seed, alternate_init=True), make(vocab, seed, alternate_init=True, answer_hidden=8)
+        std = 0.3 if seed else 0.1
+        plain, module = make(vocab, seed, init_std=std), make(vocab, seed, init_std=std, answer_hidden=8)
         for name, value in plain.state_dict().items():
             assert torch.equal(module.state_dict()[name], value), name
         assert torch.equal(module(batch).hop_logits, plain(batch).hop_logits)
-        assert (module.answer_out == 0).all() and module.answer_in.abs().sum() > 0
+        assert (module.answer.V == 0).all() and module.answer.U.abs().sum() > 0
     model, a, b = module_logits(vocab, moved_hop=2)  # only hop 3's read-out moves
     assert torch.equal(a[:, :2], b[:, :2]) and not torch.equal(a[:, 2], b[:, 2])
     r = model(batch)
     r.loss.backward()
-    assert model.answer_out.grad.abs().sum() > 0 and model.answer_in.grad.abs().sum() > 0
+    assert model.answer.V.grad.abs().sum() > 0 and model.answer.U.grad.abs().sum() > 0
 
 
-def test_the_answer_module_reading_the_current_hop_reads_only_its_read_out(data):
-    """model.answer_reads current: hop k's module reads the question and o^k alone (U has 2d rows)."""
+def test_the_answer_module_reads_the_question_and_its_own_hops_read_out_alone(data):
+    """hop k's module reads [u^1; o^k] (U has 2d rows): moving o^k moves hop k's logits alone,
+    and moving the question moves every hop's."""
     _, vocab, _ = data
-    model, a, b = module_logits(vocab, moved_hop=0, answer_reads="current")  # only hop 1's read-out moves
-    assert model.answer_in.shape == (2 * model.dim, 8)
-    assert not torch.equal(a[:, 0], b[:, 0]) and torch.equal(a[:, 1:], b[:, 1:])
-    _, a, b = module_logits(vocab, moved_hop=0)  # the default reads o^1 at every later hop too
-    assert not torch.equal(a[:, 2], b[:, 2])
-
-
-def test_the_answer_module_reading_the_product_reads_the_current_hop_and_its_agreement(data):
-    """model.answer_reads product: hop k's module reads [u^1; o^k; u^1 ⊙ o^k] (U has 3d rows):
-    only hop k's read-out moves its logits, and the product's rows answer what the sum cannot
-    (their contribution is U_3^T (u^1 ⊙ o^k), zero when the question is zero)."""
-    _, vocab, _ = data
-    model, a, b = module_logits(vocab, moved_hop=1, answer_reads="product")
-    assert model.answer_in.shape == (3 * model.dim, 8)
-    assert torch.equal(a[:, 0], b[:, 0]) and not torch.equal(a[:, 1], b[:, 1]) and torch.equal(a[:, 2], b[:, 2])
-    d = model.dim
-    question, reads = torch.randn(2, d), torch.randn(2, 3, d)
-    with torch.no_grad():
-        x = torch.cat([question[:, None].expand(2, 3, d), reads, question[:, None] * reads], -1)
-        want = torch.relu(x @ model.answer_in + model.answer_in_b) @ model.answer_out
-        assert torch.allclose(model.answer_module(question, reads), want)
-        model.answer_in[2 * d:] = 0.0  # without the product's rows: the module of `current`
-        current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
-        current.answer_in.copy_(model.answer_in[:2 * d]), current.answer_out.copy_(model.answer_out)
-        assert torch.allclose(model.answer_module(question, reads), current.answer_module(question, reads))
-
-
-def test_the_answer_module_reading_the_sum_reads_every_memory_its_gate_lets_through(data):
-    """model.answer_reads sum: hop k's module reads [u^1; o^k; s^k], s^k = Σ_i σ(score^k_i + b_k)
-    relu(C^k x_i) over the story's memories: with every gate open s^k is the sum of hop k's
-    sentences through C^k, each without its age and through a ReLU (so it grows with the number
-    of memories, where a softmax's mean does not); with every gate shut the model answers as
-    `current` with the same weights."""
-    _, vocab, batch = data
-    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="sum")
-    d = model.dim
-    assert model.answer_in.shape == (3 * d, 8) and model.sum_bias.shape == (3,) and (model.sum_bias == 0).all()
-    seen = []
-    read = model.answer_module
-    model.answer_module = lambda question, reads, sums: seen.append(sums) or read(question, reads, sums)
-    with torch.no_grad():
-        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
-        model.sum_bias.fill_(1e4)  # every gate open
-        model.temporal.normal_(generator=torch.Generator().manual_seed(2))  # ages that would move c_i
-        model(batch)
-        real = (torch.arange(batch.story.shape[1]) < batch.length[:, None]).float()  # (B, M)
-        for k in range(3):
-            words = model.embed(batch.story, model.weights(batch.story), model.table(k, "C"))  # (B, M, d) no T(i)
-            assert (words < 0).any()
-            assert torch.allclose(seen[0][:, k], (real[..., None] * words.clamp(min=0)).sum(1), atol=1e-5)
-        model.sum_bias.fill_(-1e4)  # every gate shut: s^k = 0
-        current = make(vocab, answer_hidden=8, answer_from="question", answer_reads="current")
-        current.load_state_dict({name: value[:2 * d] if name == "answer_in" else value
-                                 for name, value in model.state_dict().items() if name != "sum_bias"})
-        assert torch.allclose(model(batch).hop_logits, current(batch).hop_logits)
-
-
-def test_supervision_teaches_the_sums_gates_the_supporting_facts(data):
-    """With answer_reads sum, attention supervision also trains every hop's gates, by binary
-    cross-entropy, toward [memory i is a supporting fact]: after some steps each gate lets the
-    story's supporting facts through and holds the others back."""
-    _, vocab, batch = data
-    model = make(vocab, answer_hidden=8, answer_from="question", answer_reads="sum", supervision=1.0)
-    gates = []
-    original = model.supervision
-    model.supervision = lambda *args: gates.append(args[-1].detach()) or original(*args)
-    optimiser = torch.optim.Adam(model.parameters(), lr=0.05)
-    for _ in range(150):
-        optimiser.zero_grad()
-        model(batch).loss.backward()
-        optimiser.step()
-    model.eval()
-    gates.clear()
-    model(batch)
-    facts = torch.zeros(batch.story.shape[:2], dtype=torch.bool)  # (B, M)
-    for b, slots in enumerate(batch.support.tolist()):
-        facts[b, [s for s in slots if s >= 0]] = True
-    real = torch.arange(batch.story.shape[1]) < batch.length[:, None]
-    open_ = torch.sigmoid(gates[0]) > 0.5  # (B, K, M)
-    assert (open_ == facts[:, None]).logical_or(~real[:, None]).all()
+    for hop in range(3):
+        model, a, b = module_logits(vocab, moved_hop=hop)
+        assert model.answer.U.shape == (2 * model.dim, 8)
+        others = [k for k in range(3) if k != hop]
+        assert not torch.equal(a[:, hop], b[:, hop]) and torch.equal(a[:, others], b[:, others])
+    torch.manual_seed(5)
+    question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
+    zero, W = torch.zeros_like(reads), torch.zeros(len(vocab.answers), model.dim)
+    moved = model.answer(zero, W, question + 1.0, reads) - model.answer(zero, W, question, reads)
+    assert (moved.abs().amax(-1) > 0).all()
 
 
 def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_last_hops_read(data):
@@ -899,16 +670,16 @@ def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_las
     (differences clipped to ±D); hop 1 is untouched, w starts at zero, and w learns."""
     _, vocab, batch = data
     model = make(vocab, relative_time=2)
-    assert model.relative.shape == (2, 5) and (model.relative == 0).all()
+    assert model.pointer.w.shape == (2, 5) and (model.pointer.w == 0).all()
     with torch.no_grad():
-        model.relative.copy_(torch.randn(2, 5, generator=torch.Generator().manual_seed(3)))
+        model.pointer.w.copy_(torch.randn(2, 5, generator=torch.Generator().manual_seed(3)))
     plain = make(vocab)
-    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "relative"})
+    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "pointer.w"})
     a, b = model(batch), plain(batch)
     assert torch.allclose(a.attention[:, 0], b.attention[:, 0])  # hop 1: no earlier read
     p1 = a.attention[:, 0]  # (B, M)
     diff = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-2, 2) + 2  # (B, M, M)
-    bias = torch.einsum("bj,bij->bi", p1, model.relative[0][diff])  # (B, M) hop 2's added score
+    bias = torch.einsum("bj,bij->bi", p1, model.pointer.w[0][diff])  # (B, M) hop 2's added score
     # with the same u^2 (hop 1 is the same), hop 2's log-odds between two real memories move by the bias
     for q in range(batch.story.shape[0]):
         n = int(batch.length[q])
@@ -917,7 +688,7 @@ def test_the_pointer_in_time_adds_the_weight_of_each_age_difference_from_the_las
         assert torch.allclose(moved, bias[q, :n] - bias[q, 0], atol=1e-4)
     assert not torch.allclose(a.attention[:, 2], b.attention[:, 2])
     model(batch).loss.backward()
-    assert model.relative.grad[1].abs().sum() > 0
+    assert model.pointer.w.grad[1].abs().sum() > 0
 
 
 def test_the_pointers_weights_can_read_the_hops_state(data):
@@ -926,21 +697,21 @@ def test_the_pointers_weights_can_read_the_hops_state(data):
     Σ_j p^1_j (r^2 u^2)[age_i - age_j], and r learns."""
     _, vocab, batch = data
     model = make(vocab, relative_time=2, relative_query=True)
-    assert model.relative_q.shape == (2, 5, model.dim) and (model.relative_q == 0).all()
+    assert model.pointer.r.shape == (2, 5, model.dim) and (model.pointer.r == 0).all()
     plain = make(vocab, relative_time=2)
     generator = torch.Generator().manual_seed(4)
     with torch.no_grad():
-        model.relative.copy_(torch.randn(2, 5, generator=generator))
-    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "relative_q"})
+        model.pointer.w.copy_(torch.randn(2, 5, generator=generator))
+    plain.load_state_dict({k: v for k, v in model.state_dict().items() if k != "pointer.r"})
     assert torch.equal(model(batch).attention, plain(batch).attention)  # r = 0: w alone
     with torch.no_grad():
-        model.relative_q.copy_(torch.randn(2, 5, model.dim, generator=generator))
+        model.pointer.r.copy_(torch.randn(2, 5, model.dim, generator=generator))
     a, b = model(batch), plain(batch)
     assert torch.allclose(a.attention[:, 0], b.attention[:, 0])  # hop 1: no earlier read
     u2 = model.embed(batch.query, model.weights(batch.query), 0) + torch.einsum(  # u^2 = u^1 + o^1
         "bm,bmd->bd", a.attention[:, 0], model.embed(batch.story, model.weights(batch.story), 1, batch.time))
     diff = (batch.time[:, :, None] - batch.time[:, None, :]).clamp(-2, 2) + 2  # (B, M, M)
-    per_gap = u2 @ model.relative_q[0].T  # (B, 5): r^2 u^2, what the state adds to each gap's weight
+    per_gap = u2 @ model.pointer.r[0].T  # (B, 5): r^2 u^2, what the state adds to each gap's weight
     bias = torch.einsum("bj,bij->bi", a.attention[:, 0], per_gap.gather(1, diff.flatten(1)).view(diff.shape))
     for q in range(batch.story.shape[0]):
         n = int(batch.length[q])
@@ -948,7 +719,7 @@ def test_the_pointers_weights_can_read_the_hops_state(data):
         moved = (log_a - log_a[0]) - (log_b - log_b[0])
         assert torch.allclose(moved, bias[q, :n] - bias[q, 0], atol=1e-4)
     model(batch).loss.backward()
-    assert model.relative_q.grad[0].abs().sum() > 0 and model.relative_q.grad[1].abs().sum() > 0
+    assert model.pointer.r.grad[0].abs().sum() > 0 and model.pointer.r.grad[1].abs().sum() > 0
 
 
 def module_logits(vocab, moved_hop, **kw):
@@ -956,18 +727,20 @@ def module_logits(vocab, moved_hop, **kw):
     (3, K, A) on random inputs, then on the same with hop `moved_hop`'s read-out moved."""
     model = make(vocab, answer_hidden=8, answer_from="question", **kw)
     with torch.no_grad():
-        model.answer_out.normal_(generator=torch.Generator().manual_seed(1))
+        model.answer.V.normal_(generator=torch.Generator().manual_seed(1))
+    torch.manual_seed(4)
     question, reads = torch.randn(3, model.dim), torch.randn(3, 3, model.dim)
     moved = reads.clone()
     moved[:, moved_hop] += 1.0
-    return model, model.answer_module(question, reads), model.answer_module(question, moved)
+    zero, W = torch.zeros_like(reads), model.answer_bag @ model.tables[-1]  # states 0: the module's logits alone
+    return model, model.answer(zero, W, question, reads), model.answer(zero, W, question, moved)
 
 
 def test_the_answer_modules_gradients_match_finite_differences(data):
     _, vocab, batch = data
     model = make(vocab, dim=3, hops=2, answer_hidden=4, answer_from="question", stopping=True, supervision=0.5).double()
     with torch.no_grad():
-        model.answer_out.normal_(generator=torch.Generator().manual_seed(2))
+        model.answer.V.normal_(generator=torch.Generator().manual_seed(2))
     names = [name for name, _ in model.named_parameters()]
 
     def loss(*params):

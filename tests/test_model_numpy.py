@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+from memnet.config import load
 from memnet.data import Batch
 from memnet.models import MemN2N
 
@@ -24,8 +25,9 @@ def example() -> Batch:
                  n_support=torch.tensor([3, 0]), task=torch.tensor([1, 1]), time=torch.tensor([[1, 5, 2], [2, 0, 0]]))
 
 
-def model(hops: int = K, **switches) -> MemN2N:
-    m = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M, dim=D, hops=hops, **switches)
+def model(hops: int = K, attention_supervision: float = 0.0, **switches) -> MemN2N:
+    cfg = load(None, {"model.dim": D, "model.hops": hops, **{f"model.{k}": v for k, v in switches.items()}})
+    m = MemN2N(cfg.model, vocab_size=V, answer_words=ANSWERS, memory_size=M, attention_supervision=attention_supervision)
     m.reset_parameters(torch.Generator().manual_seed(3), std=0.6)  # large weights: peaked attention
     m.eval()
     return m
@@ -60,9 +62,8 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
     tables, T = w["tables"], (w["temporal"] if temporal else None)
     adjacent = m.tying == "adjacent"
     B_, A_, C_ = (0, None, None) if adjacent else (0, 1, 2)
-    # (A, d) W of hop k: the answer words' rows of C^K (W^T), or with answer_rows own of C^k (table k + 1)
-    W = [np.array([sum(tables[(k + 1 if m.answer_rows == "own" else K) if adjacent else 3][x] for x in words)
-                   for words in ANSWERS]) for k in range(K)]
+    # (A, d) W of hop k: the answer words' rows of C^K (W^T)
+    W = [np.array([sum(tables[K if adjacent else 3][x] for x in words) for words in ANSWERS]) for k in range(K)]
     out = []
     for b in range(len(batch)):
         story, n = batch.story[b].tolist(), int(batch.length[b])
@@ -75,36 +76,36 @@ def reference(m: MemN2N, batch: Batch, temporal: bool = True) -> list[dict]:
             mem = [sentence(story[i], tables[a_t], m.encoding) + (T[a_t][ages[i]] if T is not None else 0) for i in range(n)]
             out_mem = [sentence(story[i], tables[c_t], m.encoding) + (T[c_t][ages[i]] if T is not None else 0) for i in range(n)]
             scores = np.array([u @ mi for mi in mem])
-            if m.masking == "soft":
-                scores = scores - np.exp(w["log_penalty"][0]) * np.array([i in visited for i in range(n)])
-            allowed = [i for i in range(n) if not (m.masking == "hard" and i in visited)]
+            if m.cfg.masking == "soft":
+                scores = scores - np.exp(w["masking.log_penalty"][0]) * np.array([i in visited for i in range(n)])
+            allowed = [i for i in range(n) if not (m.cfg.masking == "hard" and i in visited)]
             hop_scores.append({i: scores[i] for i in allowed})
             p = np.zeros(M)  # nothing allowed (every memory masked): all 0
             if not allowed:
                 pass
             elif m.linear:
                 p[allowed] = scores[allowed]
-            elif m.null_memory:
+            elif m.cfg.null_memory:
                 p[allowed] = softmax(np.concatenate([[0.0], scores[allowed]]))[1:]
             else:
                 p[allowed] = softmax(scores[allowed])
             o = sum(p[i] * out_mem[i] for i in range(n))
             u_next = (w["H"] @ u if not adjacent else u) + o
-            if m.masking != "off" and p.max() > 0:
+            if m.cfg.masking != "off" and p.max() > 0:
                 visited.add(int(p.argmax()))
             attention.append(p)
-            states.append({"readout": o, "question": question + o}.get(m.answer_from, u_next))
+            states.append({"readout": o, "question": question + o}.get(m.cfg.answer_from, u_next))
             u = u_next
         hop_logits = np.array([W[k] @ s for k, s in enumerate(states)])  # (K, A)
         q = {"attention": np.array(attention), "hop_logits": hop_logits, "hops_used": K, "halted": False,
              "halt_probs": np.eye(K)[K - 1]}
-        if m.stopping:
-            h = [1 / (1 + np.exp(-(w["halt_w"] @ s + w["halt_b"][0]))) for s in states]
+        if m.cfg.stopping:
+            h = [1 / (1 + np.exp(-(w["halting.w"] @ s + w["halting.b"][0]))) for s in states]
             h_last_forced = h[:-1] + [1.0]
             q["halt_probs"] = np.array([h_last_forced[k] * np.prod([1 - h_last_forced[j] for j in range(k)])
                                         for k in range(K)])
-            q["hops_used"] = next((k + 1 for k in range(K) if h[k] > m.halt_threshold), K)
-            q["halted"] = bool(h[q["hops_used"] - 1] > m.halt_threshold)
+            q["hops_used"] = next((k + 1 for k in range(K) if h[k] > m.cfg.halt_threshold), K)
+            q["halted"] = bool(h[q["hops_used"] - 1] > m.cfg.halt_threshold)
             q["attention"][q["hops_used"]:] = 0
         q["logits"] = hop_logits[q["hops_used"] - 1]
         q["loss"] = loss(m, q, hop_scores, int(batch.answer[b]), batch.support[b].tolist(), int(batch.n_support[b]))
@@ -121,19 +122,19 @@ def loss(m: MemN2N, q: dict, hop_scores: list, answer: int, support: list, n_sup
     (k - 1)) (with it); plus attention_supervision times Σ_k CE(hop k's scores, its k-th fact)
     over the facts hop k may attend to, and -log π at the number of facts (with stopping)."""
     K = m.hops
-    if m.stopping:
-        total = sum(q["halt_probs"][k] * (cross_entropy(q["hop_logits"][k], answer) + m.halt_cost * k) for k in range(K))
+    if m.cfg.stopping:
+        total = sum(q["halt_probs"][k] * (cross_entropy(q["hop_logits"][k], answer) + m.cfg.halt_cost * k) for k in range(K))
     else:
         total = cross_entropy(q["logits"], answer)
-    if m.attention_supervision > 0:
+    if m.supervision > 0:
         extra = 0.0
         for k, fact in enumerate(support[:K]):
             if fact >= 0 and fact in hop_scores[k]:
                 slots = sorted(hop_scores[k])
                 extra += cross_entropy(np.array([hop_scores[k][i] for i in slots]), slots.index(fact))
-        if m.stopping:
+        if m.cfg.stopping:
             extra -= np.log(max(q["halt_probs"][min(max(n_support, 1), K) - 1], 1e-8))
-        total += m.attention_supervision * extra
+        total += m.supervision * extra
     return total
 
 
@@ -154,7 +155,6 @@ SWITCHES = {
     "bow, layer-wise, hard masking, no null memory": {"encoding": "bow", "tying": "layerwise", "masking": "hard",
                                                      "null_memory": False},
     "attention supervision": {"attention_supervision": 0.7},
-    "each hop's answer through its own table, stopping": {"answer_rows": "own", "stopping": True},
     "attention supervision, hard masking, stopping": {"attention_supervision": 0.7, "masking": "hard", "stopping": True,
                                                       "halt_cost": 0.3},
 }
@@ -164,9 +164,9 @@ SWITCHES = {
 @pytest.mark.parametrize("switches", SWITCHES.values(), ids=SWITCHES.keys())
 def test_forward_matches_the_equations(switches, hops):
     m = model(hops, **switches)
-    if m.masking == "soft":
+    if m.cfg.masking == "soft":
         with torch.no_grad():
-            m.log_penalty.fill_(0.7)  # a penalty of e^0.7, not the starting e^0 = 1
+            m.masking.log_penalty.fill_(0.7)  # a penalty of e^0.7, not the starting e^0 = 1
     batch = example()
     with torch.no_grad():
         got = m(batch)
@@ -211,9 +211,9 @@ def test_the_stopping_rule_halts_where_the_halting_unit_passes_the_threshold():
     with torch.no_grad():
         base = m(batch)
         # h_1 = σ(w·u^2 + b): put b between the two questions' w·u^2
-        wu = torch.logit(base.halt_probs[:, 0].double()) - float(m.halt_b)  # (2,) w·u^2
+        wu = torch.logit(base.halt_probs[:, 0].double()) - float(m.halting.b)  # (2,) w·u^2
         lo, hi = sorted(wu.tolist())
-        m.halt_b.fill_(-(lo + hi) / 2)
+        m.halting.b.fill_(-(lo + hi) / 2)
         got = m(batch)
     want = reference(m, batch)
     assert sorted(int(h) for h in got.hops_used) == [1, 2]
@@ -237,7 +237,7 @@ def test_a_question_without_an_answer_adds_no_answer_loss(stopping):
         out = m(batch)
     # with stopping, question 2 still pays its expected hop cost and -log π at one hop
     pi = out.halt_probs[1].double()
-    second = float(m.halt_cost * (pi * torch.arange(K)).sum() - 0.5 * pi[0].log()) if stopping else 0.0
+    second = float(m.cfg.halt_cost * (pi * torch.arange(K)).sum() - 0.5 * pi[0].log()) if stopping else 0.0
     assert float(out.loss) == pytest.approx(alone + second, rel=1e-5)
     batch.answer = torch.tensor([-1, -1])
     with torch.no_grad():
@@ -247,23 +247,23 @@ def test_a_question_without_an_answer_adds_no_answer_loss(stopping):
 def test_a_halting_probability_at_the_threshold_does_not_stop():
     m, batch = model(stopping=True), example()
     with torch.no_grad():
-        m.halt_w.zero_()
-        m.halt_b.zero_()  # h_k = σ(0) = 0.5, the threshold: not past it
+        m.halting.w.zero_()
+        m.halting.b.zero_()  # h_k = σ(0) = 0.5, the threshold: not past it
         got = m(batch)
     assert got.hops_used.tolist() == [K, K] and got.halted.tolist() == [False, False]
     assert got.halt_probs[0].tolist() == pytest.approx([0.5, 0.5])
 
 
-def test_the_constructors_defaults_are_the_configs_and_its_weights_seed_0():
-    from memnet.config import MemN2NConfig, TrainConfig
-    m, c = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M), MemN2NConfig()
-    assert (m.dim, m.hops, m.encoding, m.temporal is not None, m.tying, m.masking, m.answer_from, m.null_memory,
-            m.stopping, m.halt_cost, m.halt_threshold, m.attention_supervision) == (
-        c.dim, c.hops, c.encoding, c.temporal, c.tying, c.masking, c.answer_from, c.null_memory, c.stopping,
-        c.halt_cost, c.halt_threshold, TrainConfig().attention_supervision)
+def test_a_default_config_builds_the_paper_model_and_its_weights_seed_0():
+    from memnet.config import MemN2NConfig
+    c = MemN2NConfig()
+    m = MemN2N(c, vocab_size=V, answer_words=ANSWERS, memory_size=M)
+    assert (m.dim, m.hops, m.encoding, m.temporal is not None, m.tying, m.masking.kind, m.answer.source,
+            m.attention.null, m.halting.on, m.supervision) == (c.dim, c.hops, c.encoding, c.temporal, c.tying,
+                                                                c.masking, c.answer_from, c.null_memory, c.stopping, 0.0)
     assert m.linear is False and m.tables.shape == (c.hops + 1, V, c.dim)
-    again = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M)
-    seeded = MemN2N(vocab_size=V, answer_words=ANSWERS, memory_size=M)
+    again = MemN2N(c, vocab_size=V, answer_words=ANSWERS, memory_size=M)
+    seeded = MemN2N(c, vocab_size=V, answer_words=ANSWERS, memory_size=M)
     seeded.reset_parameters(torch.Generator().manual_seed(0), std=0.1, temporal_zero=False)
     for name, value in m.state_dict().items():
         assert torch.equal(value, again.state_dict()[name]) and torch.equal(value, seeded.state_dict()[name])
@@ -273,8 +273,8 @@ def test_the_constructors_defaults_are_the_configs_and_its_weights_seed_0():
 def test_reset_parameters_draws_every_weight_and_starts_halting_and_the_penalty_where_documented():
     m = model(tying="layerwise", stopping=True, masking="soft")
     with torch.no_grad():
-        m.log_penalty.fill_(0.7)
+        m.masking.log_penalty.fill_(0.7)
     m.reset_parameters(torch.Generator().manual_seed(1), temporal_zero=True)
-    assert m.log_penalty.item() == 0.0 and m.halt_b.item() == -2.0  # a penalty of e^0; every hop taken at first
+    assert m.masking.log_penalty.item() == 0.0 and m.halting.b.item() == -2.0  # a penalty of e^0; every hop taken at first
     assert torch.equal(m.temporal, torch.zeros_like(m.temporal))
     assert m.H.unique().numel() == D * D  # d x d independent draws, not one row repeated

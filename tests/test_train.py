@@ -216,8 +216,7 @@ def test_train_and_eval_commands(tiny, tmp_path, capsys):
     # config.yaml with its two ideas off (the README's flags), masking hard
     assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(run), "--quiet",
                  "--train.epochs=2", "--train.eval_every=1", "--train.restarts=1", "--model.masking=hard",
-                 "--model.stopping=false", "--model.second_alternate=false", "--model.second_alternate_pull=-1",
-                 "--model.halt_confidence=0", "--train.last_hop_cost=0", "--train.linear_start_epochs=0"]) == 0
+                 "--model.stopping=false", "--train.restart_grid=[]", "--model.halt_confidence=0", "--train.last_hop_cost=0", "--train.linear_start_epochs=0"]) == 0
     assert {"model.pt", "config.yaml", "metrics.jsonl"} <= {p.name for p in run.iterdir()}
     assert config.load(run / "config.yaml").model.masking == "hard"
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
@@ -256,11 +255,12 @@ def test_commands_report_bad_input_without_traceback(tiny, tmp_path, capsys):
     assert "a train file for task 2" in capsys.readouterr().err
     assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(tmp_path / "r"), "--model.hops=x"]) == 2
     assert "model.hops: expected int" in capsys.readouterr().err
-    # config.yaml's restarts 4-7 switch is made for soft masking: another masking is refused with the way out
-    assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(tmp_path / "r"), "--model.masking=hard"]) == 2
+    # restarts train side by side: a grid that changes a parameter's shape is refused, nothing written
+    assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(tmp_path / "r"),
+                 "--train.restart_grid=[{}, {model.dim: 10}]", "--train.restarts=2"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("memnet train: error: config.yaml: model.second_alternate: ") and "found hard" in err
-    assert err.rstrip().endswith("(--model.second_alternate=false --model.second_alternate_pull=-1 turns it off)")
+    assert err.startswith("memnet train: error: train.restart_grid: restart 1 (model.dim=10) has parameters shaped "
+                          "unlike restart 0's (") and err.rstrip().endswith("a grid may change switches, not sizes")
     assert "Traceback" not in err and not (tmp_path / "r").exists()
     assert main(["eval", "--checkpoint", str(tmp_path / "none.pt"), "--data", str(tiny)]) == 2
     assert "none.pt: no such checkpoint file" in capsys.readouterr().err

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import inspect
 import json
-import re
 import sys
 from pathlib import Path
 
@@ -13,9 +11,6 @@ from memnet import babi, config, official
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.config import ConfigError
 from memnet.errors import MemnetError
-
-ROOT_CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -28,8 +23,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--task", help="task spec: 16, 1-20 (joint training), 1,2,16 or chain; sets data.task")
     p.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, "
                                                 "unless --resume or --force)")
-    p.add_argument("--config", help=f"YAML config (default: ./config.yaml if present, else {ROOT_CONFIG.name} "
-                                    "at the repository root); 'none': the built-in defaults")
+    p.add_argument("--config", metavar="NAME|FILE",
+                   help="a preset's name (default, paper, demo, joint: configs/NAME.yaml) or a YAML file; 'none': "
+                        "the built-in defaults (default: default, the repository's config.yaml)")
     what = p.add_mutually_exclusive_group()
     what.add_argument("--resume", action="store_true", help="continue the stopped run in --out from its last.pt")
     what.add_argument("--force", action="store_true", help="replace the run in --out (its files are removed together)")
@@ -81,7 +77,7 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
     group = parser.add_argument_group(f"config overrides (applied after --config; defaults as {origin})")
     seen = set()
     for section, cls in sections:
-        comments = dict(re.findall(r"^    (\w+): [^=]+= [^#\n]+#\s*(.+)$", inspect.getsource(cls), re.M))
+        comments = config.field_help(cls)
         comments["type"] = f"the model: {', '.join(config.MODEL_TYPES)} (each has its own settings)"
         for f in dataclasses.fields(cls):
             key = f"{section}.{f.name}"
@@ -91,23 +87,22 @@ def add_config_flags(parser: argparse.ArgumentParser, path: Path | None) -> None
             current = getattr(getattr(start, section), f.name, None)
             default = current if current is not None else getattr(cls(), f.name)
             only = "" if section != "model" or len(owners[f.name]) == len(models) else f" [{' and '.join(owners[f.name])} only]"
-            text = f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {default!r})"
+            choices = f"; one of {', '.join(config.CHOICES[key])}" if key in config.CHOICES else ""
+            shown = f"{len(default)} entries" if isinstance(default, list) else repr(default)
+            text = f"{comments.get(f.name, f.name.replace('_', ' '))}{only} (default {shown}{choices})"
             group.add_argument(f"--{key}", dest=f"override:{key}", default=argparse.SUPPRESS,
                                metavar=type(default).__name__.upper(), help=text.replace("%", "%%"))  # argparse formats %
 
 
 def default_config() -> Path | None:
-    for path in (Path("config.yaml"), ROOT_CONFIG):
-        if path.is_file():
-            return path
-    return None
+    return config.presets().get("default")
 
 
 def config_path(given: str | None) -> Path | None:
-    """--config: a file, 'none' for the built-in defaults, or (not given) default_config()."""
+    """--config: a preset's name or a file, 'none' for the built-in defaults, or (not given) the default preset."""
     if given is None:
         return default_config()
-    return None if given == "none" else Path(given)
+    return None if given == "none" else config.find_preset(given)
 
 
 def run_train(args: argparse.Namespace) -> int:
@@ -162,7 +157,7 @@ def run_eval(args: argparse.Namespace) -> int:
         cfg = config.apply_overrides(cfg, {"model.halt_confidence": args.halt_confidence})
         for part in model.modules():  # the model, or each member of an ensemble
             if isinstance(part, MemN2N):
-                part.halt_confidence = cfg.model.halt_confidence
+                part.halting.confidence = cfg.model.halt_confidence
     bad = checkpoint.nonfinite(model)
     if bad:
         print(f"memnet eval: warning: {args.checkpoint} holds weights that are not finite ({', '.join(bad)}): "

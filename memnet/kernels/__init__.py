@@ -14,19 +14,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from memnet.config import Config, ConfigError
+from memnet.config import Config, ConfigError, restart_config
 
 ANY = "any value"
 
 # the fields every training path handles alike (memnet.train's loop and memnet.models.init_weights)
 LOOP = {
     "data.dir", "data.task", "data.valid_fraction",
-    "model.init_std", "model.temporal_zero_init", "model.alternate_init", "model.stick_alternate",
-    "model.early_alternate", "model.second_alternate_pull",
+    "model.init_std", "model.temporal_zero_init", "train.restart_grid",
     "train.epochs", "train.lr", "train.lr_decay_every", "train.linear_start_epochs", "train.linear_start_lr",
-    "train.random_noise", "train.restarts", "train.restart_choice", "train.hop_cost", "train.last_hop_cost", "train.ensemble", "train.ensemble_members", "train.ensemble_halting", "train.seed", "train.eval_every", "train.joint_dim", "train.joint_epochs",
-    "train.joint_lr_decay_every", "train.joint_answer_from", "train.joint_relative_time",
-    "train.joint_question_table", "train.joint_attention", "train.joint_ideas", "train.backend",
+    "train.random_noise", "train.restarts", "train.restart_choice", "train.hop_cost", "train.last_hop_cost", "train.ensemble", "train.ensemble_members", "train.ensemble_halting", "train.seed", "train.eval_every", "train.backend",
 }
 
 KERNELS = ["memnet.kernels.numba_memn2n"]  # modules, in order of preference
@@ -38,14 +35,15 @@ def settings(cfg: Config) -> dict[str, Any]:
 
 
 def uncovered(covers: dict[str, Any], cfg: Config) -> list[str]:
-    """The settings of cfg outside a declaration, as 'key=value' (empty: it covers the run)."""
-    out = []
-    for key, value in settings(cfg).items():
-        if key in LOOP:
-            continue
-        allowed = covers.get(key)
-        if allowed is None or (allowed is not ANY and value not in allowed):
-            out.append(f"{key}={value}")
+    """The settings of cfg, and of every restart its train.restart_grid makes, outside a
+    declaration, as 'key=value' (empty: it covers the run)."""
+    out: list[str] = []
+    for s in range(max(len(cfg.train.restart_grid), 1)):
+        for key, value in settings(restart_config(cfg, s)).items():
+            allowed = covers.get(key)
+            if key not in LOOP and (allowed is None or (allowed is not ANY and value not in allowed)) \
+                    and f"{key}={value}" not in out:
+                out.append(f"{key}={value}")
     return out
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig, WordsConfig
+from memnet.config import Config, MemN2NConfig, PairsConfig, TransformerConfig, WordsConfig, restart_config
 from memnet.data import Vocab
 from memnet.models.ensemble import Ensemble
 from memnet.models.memn2n import MemN2N
@@ -20,27 +20,20 @@ from memnet.models.result import HALT_REASONS, Result
 from memnet.models.transformer import Transformer
 from memnet.models.words import WordReader, list_parts
 
-__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Mixture", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters"]
+__all__ = ["HALT_REASONS", "Ensemble", "MemN2N", "Mixture", "PairReader", "Result", "Transformer", "WordReader", "build_model", "ensemble_size", "init_weights", "n_parameters", "restart_model"]
 
 
-def build_model(cfg: Config, vocab: Vocab, *, restart: bool = False) -> nn.Module:
-    """The run's model: the one cfg.model.type names, for this vocabulary, with fresh weights
-    (seed 0); with train.ensemble, an Ensemble of ensemble_size(cfg) of them. `restart`: one
-    restart's model, never an ensemble (what the trainer trains)."""
-    size = ensemble_size(cfg)
-    if size > 1 and not restart:
-        return Ensemble([build_model(cfg, vocab, restart=True) for _ in range(size)], cfg.train.ensemble_halting)
+def build_model(cfg: Config, vocab: Vocab, *, restarts: list[int] | None = None) -> nn.Module:
+    """The model cfg.model.type names, for this vocabulary, with fresh weights (seed 0): restart
+    restarts[0]'s (its train.restart_grid entry applied), or with several restarts an Ensemble of
+    theirs (default: restarts 0 .. ensemble_size(cfg) - 1; a checkpoint names the ones it holds)."""
+    restarts = list(range(ensemble_size(cfg))) if restarts is None else restarts
+    if len(restarts) > 1:
+        return Ensemble([build_model(cfg, vocab, restarts=[s]) for s in restarts], cfg.train.ensemble_halting)
+    cfg = restart_config(cfg, restarts[0])
     m = cfg.model
     if isinstance(m, MemN2NConfig):
-        return MemN2N(vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
-                      dim=m.dim, hops=m.hops, encoding=m.encoding, temporal=m.temporal, tying=m.tying,
-                      masking=m.masking, answer_from=m.answer_from, null_memory=m.null_memory, stopping=m.stopping,
-                      halt_cost=m.halt_cost, halt_threshold=m.halt_threshold, halt_confidence=m.halt_confidence,
-                      halt_init=m.halt_init, mask_init=m.mask_init, mask_linear_start=m.mask_linear_start,
-                      answer_hidden=m.answer_hidden, answer_reads=m.answer_reads, relative_time=m.relative_time, relative_query=m.relative_query, halt_training=m.halt_training, early_answers=m.early_answers,
-                      early_answers_hop1=m.early_answers_hop1,
-                      answer_rows=m.answer_rows, question_table=m.question_table, attention=m.attention, stick_init=m.stick_init,
-                      second_switch=m.second_alternate,
+        return MemN2N(m, vocab_size=len(vocab), answer_words=vocab.answer_words(), memory_size=cfg.data.memory_size,
                       attention_supervision=cfg.train.attention_supervision)
     if isinstance(m, TransformerConfig):
         return Transformer(vocab_size=len(vocab), n_answers=len(vocab.answers), memory_size=cfg.data.memory_size,
@@ -73,37 +66,22 @@ def ensemble_size(cfg: Config) -> int:
 
 
 def init_weights(model: nn.Module, cfg: Config, seed: int, generator: torch.Generator | None = None) -> nn.Module:
-    """Draw the model's starting weights for restart `seed`, from `generator` (default: a new one
-    seeded train.seed + seed; the trainer passes the one that then orders that restart's data),
-    so a restart trains as if alone. With model.alternate_init, odd restarts start as the paper;
-    with model.stick_alternate, restarts 2, 3, 6, 7, ... start mixed attention's gates that much
-    away from model.stick_init; with model.early_alternate, restarts 4-7, 12-15, ... train the later
-    hops' early answers at that weight (the model's early_answers); with model.second_alternate,
-    restarts 4-7, 12-15, ... mask as `second` (in the weights: the model's `second`) and train with
-    halt_training right_last, and with model.second_alternate_pull the others train the later hops'
-    early answers at that weight."""
+    """Draw the starting weights of restart `seed` (model.init_std and, for a memory network,
+    model.temporal_zero_init, as its train.restart_grid entry sets them) from `generator`
+    (default: a new one seeded train.seed + seed; the trainer passes the one that then orders
+    that restart's data), so a restart trains as if alone."""
     generator = generator or torch.Generator().manual_seed(cfg.train.seed + seed)
-    m = cfg.model
-    if not isinstance(m, MemN2NConfig):
-        model.reset_parameters(generator, std=m.init_std)
-        return model
-    stick = m.stick_init + (m.stick_alternate if (seed // 2) % 2 == 1 else 0.0)
-    if m.early_alternate >= 0:
-        model.early_answers = m.early_alternate if (seed // 4) % 2 == 1 else m.early_answers
-    if m.second_alternate:
-        alternate = (seed // 4) % 2 == 1
-        model.second.fill_(float(alternate))
-        model.halt_training = "right_last" if alternate else m.halt_training
-        if not alternate and m.second_alternate_pull >= 0:
-            model.early_answers = m.second_alternate_pull
-    if m.alternate_init and seed % 2 == 1:
-        model.reset_parameters(generator, std=PAPER_INIT_STD, temporal_zero=False, stick_start=stick)
+    m = restart_config(cfg, seed).model
+    if isinstance(m, MemN2NConfig):
+        model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init)
     else:
-        model.reset_parameters(generator, std=m.init_std, temporal_zero=m.temporal_zero_init, stick_start=stick)
+        model.reset_parameters(generator, std=m.init_std)
     return model
 
 
-PAPER_INIT_STD = 0.1  # the paper's N(0, 0.1), for alternate_init's odd restarts
+def restart_model(cfg: Config, vocab: Vocab, seed: int, generator: torch.Generator | None = None) -> nn.Module:
+    """Restart `seed`'s model with its starting weights (build_model, then init_weights)."""
+    return init_weights(build_model(cfg, vocab, restarts=[seed]), cfg, seed, generator)
 
 
 def n_parameters(model: nn.Module) -> int:

@@ -17,8 +17,8 @@ class Result(NamedTuple):
     hop_logits: Tensor  # (B, K, A) â_k: the answer had it stopped after hop k
     halt_probs: Tensor  # (B, K) π_k, the halting distribution (one-hot at K without stopping)
     loss: Tensor | None  # scalar, summed over the questions; None without answers
-    # (B, K, M) answer_reads sum: each hop's gate σ(z_i) on each memory, what its summed read-out
-    # counted (0 for padding); None for other models
+    # (B, K, M) a reader that sums its memories through gates (the word reader's summed read): each
+    # hop's gate σ(z_i) on each memory, what its sum counted (0 for padding); None for other models
     gates: Tensor | None = None
     # (B,) a mixture of two readers (memnet.models.mixture): reader A's weight in the answer;
     # None for other models

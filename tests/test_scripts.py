@@ -1,0 +1,49 @@
+"""The measuring scripts: scripts/saturation.py's untrained part, scripts/bench_speed.py's report
+on one epoch."""
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def script(name: str):
+    """scripts/NAME.py imported as a module."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+saturation, bench_speed = map(script, ["saturation", "bench_speed"])
+
+
+def test_saturation_without_scaling_grows_with_width(babi_fixtures, capsys):
+    saturation.main(["--data", str(babi_fixtures / "en-valid"), "--task", "1", "--widths", "4,128"])
+    rows = [line.strip("| ").split(" | ") for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    peak = {label: float(max_weight) for label, max_weight, *_ in rows}
+    assert list(peak) == ["4, 1/sqrt(d_k)", "4, none", "128, 1/sqrt(d_k)", "128, none"]
+    assert peak["128, none"] > 0.8 > peak["128, 1/sqrt(d_k)"]  # unscaled: one sentence takes nearly everything
+    assert peak["128, none"] > peak["4, none"]
+
+
+def test_bench_speed_reports_each_run_and_the_spread(babi_fixtures, capsys, monkeypatch):
+    monkeypatch.setattr("sys.argv", ["bench_speed.py", "--data", str(babi_fixtures / "en-valid"), "--tasks", "1",
+                                     "--seeds", "1,2", "--epochs", "1", "--repeat", "2", "--threads", "2"])
+    bench_speed.main()
+    lines = capsys.readouterr().out.splitlines()
+    assert " cores, torch " in lines[0] and lines[0].endswith("backend auto, threads 2")
+    runs = [line for line in lines if "training questions/s" in line]
+    assert [line.split(":")[0] for line in runs] == ["qa1   seeds  1"] * 2 + ["qa1   seeds  2"] * 2
+    assert all("(best of" in line and "test accuracy" in line for line in runs)
+    assert [line.split(":")[0] for line in lines if "median" in line] == ["qa1   seeds  1", "qa1   seeds  2"]
+    assert lines[-1].startswith("total, 2 runs, seeds  2:")
+    # the restarts' cost: the quickest 2-seed run over the quickest 1-seed run
+    walls = {seeds: min(float(line.split(":")[1].split()[0]) for line in runs if line.startswith(f"qa1   seeds  {seeds}"))
+             for seeds in (1, 2)}
+    ratio = next(line for line in lines if " seeds cost " in line)
+    assert ratio.startswith("qa1   2 seeds cost ") and ratio.endswith("x 1 seed")
+    # the printed walls are rounded to 0.01 s and the ratio to 0.1: it lies within what they allow
+    low, high = (walls[2] - 0.005) / (walls[1] + 0.005), (walls[2] + 0.005) / max(walls[1] - 0.005, 1e-9)
+    assert low - 0.05 <= float(ratio.split()[4].rstrip("x")) <= high + 0.05
