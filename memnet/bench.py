@@ -10,7 +10,7 @@ older docs are sets 0, 1, 2, ...). Each finished job appends one line to OUT/rec
      "test_error": 0.001, "failed": false, "mean_hops": 1.0, "hops_match_facts": 1.0,
      "hop_accuracy": [1.0, null, null], "test_questions": 1000, "seconds": 41.3}
 
-preset_hash is the sha256 of the preset's resolved config (canonical JSON) less what a job sets
+preset_hash is the sha256 of the preset's checked config (canonical JSON) less what a job sets
 (data.dir, data.task, train.seed) and train.threads; OUT/presets/NAME-HASH.yaml holds that config.
 A job whose record is there is not run again, so a stopped bench resumes where it stopped.
 """
@@ -32,6 +32,7 @@ from typing import Any, Callable, Iterable, Iterator
 import yaml
 
 from memnet import config
+from memnet.config import find_preset
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed
 
@@ -45,25 +46,6 @@ FIELDS = {"preset": str, "preset_hash": str, "task": int, "set": int, "valid_err
 KINDS = {str: "a string", int: "a whole number", float: "a number", list: "a list"}
 
 
-def find_preset(name: str) -> Path:
-    """--config's file: a YAML file's path, or a preset's name: ./configs/NAME.yaml, else the
-    repository's configs/NAME.yaml; 'default' is the repository's config.yaml. The one place that
-    knows where presets live (memnet.config.find_preset, with the same contract, replaces it)."""
-    path = Path(name)
-    if path.suffix in (".yaml", ".yml") or path.is_file():
-        if not path.is_file():
-            raise MemnetError(f"{name}: no such config file")
-        return path
-    if name == "default":
-        return ROOT / "config.yaml"
-    for folder in (Path("configs"), ROOT / "configs"):
-        if (folder / f"{name}.yaml").is_file():
-            return folder / f"{name}.yaml"
-    known = sorted({p.stem for folder in (Path("configs"), ROOT / "configs") for p in folder.glob("*.yaml")})
-    raise MemnetError(f"unknown preset {name!r}: no configs/{name}.yaml here or in {ROOT / 'configs'} "
-                      f"(known: {', '.join(['default', *known])}; or give a YAML file's path)")
-
-
 @dataclass(frozen=True)
 class Preset:
     """A named setting: its checked config (data.dir, data.task and train.seed left to the jobs)."""
@@ -74,15 +56,15 @@ class Preset:
 
 
 def load_preset(text: str, overrides: dict[str, Any] | None = None) -> Preset:
-    """--config: a YAML file's path (named by its stem) or a preset's name, with dotted overrides
-    on top. Each job trains with train.threads 1 unless the overrides say otherwise: jobs run
+    """--config: a YAML file's path (named by its stem) or a preset's name (memnet.config.find_preset),
+    with dotted overrides on top. Each job trains with train.threads 1 unless the overrides say otherwise: jobs run
     side by side, and one thread per process keeps them from fighting over the cores."""
     path = find_preset(text)
     name = path.stem if Path(text).suffix in (".yaml", ".yml") or Path(text).is_file() else text
     taken = sorted(set(overrides or {}) & set(JOB_KEYS))
     if taken:
         raise MemnetError(f"--set {taken[0]}: each job sets it (use --data, --tasks and --sets)")
-    cfg = config.resolve(config.load(path, {"train.threads": 1, **(overrides or {})}), 1)
+    cfg = config.load(path, {"train.threads": 1, **(overrides or {})})
     if cfg.train.restarts > SEED_STEP:
         raise MemnetError(f"{name}: train.restarts {cfg.train.restarts}: a seed set is {SEED_STEP} seeds wide, "
                           f"more restarts would share seeds with the next set")

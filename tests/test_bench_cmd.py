@@ -146,16 +146,15 @@ def test_presets_by_name_and_path(tmp_path, monkeypatch):
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "small.yaml").write_text("model:\n  dim: 8\n")
     monkeypatch.chdir(tmp_path)
-    assert bench.find_preset("small") == tmp_path.joinpath("configs", "small.yaml").relative_to(tmp_path)
-    assert bench.find_preset("default") == bench.ROOT / "config.yaml"
     by_name, by_path = bench.load_preset("small"), bench.load_preset(str(tmp_path / "configs" / "small.yaml"))
     assert (by_name.name, by_path.name) == ("small", "small") and by_name.hash == by_path.hash
     assert by_name.values["model"]["dim"] == 8
     # one thread or two computes the same model; another dim does not
     assert bench.load_preset("small", {"train.threads": 2}).hash == by_name.hash
     assert bench.load_preset("small", {"model.dim": 9}).hash != by_name.hash
-    with pytest.raises(bench.MemnetError, match="unknown preset 'nosuch'.*known: default, small"):
-        bench.find_preset("nosuch")
+    assert bench.load_preset("default").values == bench.load_preset(str(bench.ROOT / "config.yaml")).values
+    with pytest.raises(bench.MemnetError, match="--config nosuch: no such preset or file.*small"):
+        bench.load_preset("nosuch")
 
 
 def record(preset, task, k, valid, test, **more):
@@ -223,7 +222,7 @@ def test_choose_on_valid_in_a_run_trains_the_candidates(data, tmp_path, monkeypa
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--config", "nosuch", "--out", "o"], "unknown preset 'nosuch'"),
+    (["--config", "nosuch", "--out", "o"], "--config nosuch: no such preset or file"),
     (["--tasks", "1-30", "--out", "o"], "--tasks: task: expected numbers between 1 and 20"),
     (["--tasks", "1"], "--out: required to train"),
     (["--set", "train.seed=3", "--out", "o"], "--set train.seed: each job sets it"),
