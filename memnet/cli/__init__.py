@@ -19,8 +19,8 @@ from memnet import __version__, registry
 from memnet.errors import MemnetError
 
 # modules that each define register(subparsers): data (generate, show, stats, check),
-# training (train, eval), inspection (inspect, report, ask)
-MODULES = ["data", "training", "inspection"]
+# training (train, eval), inspection (inspect, report, ask), bench
+MODULES = ["data", "training", "inspection", "bench"]
 
 
 # the flags (by dest) that name a file or folder: an empty string there is refused before any work

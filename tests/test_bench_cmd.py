@@ -1,0 +1,294 @@
+"""`memnet bench` end to end on tiny generated data (qa1 and qa2, two seed sets, 2 epochs), its
+resume, its processes, its table from records, and the choice on valid (memnet.bench)."""
+import contextlib
+import io
+import json
+import re
+import shutil
+
+import pytest
+
+from memnet import bench, generator
+from memnet.cli import main
+
+TINY = ["--set", "train.epochs=2", "--set", "train.linear_start_epochs=0", "--set", "train.restarts=1",
+        "--set", "model.dim=8"]
+# what a run computes (not how long it took, nor where)
+FIGURES = ("task", "set", "valid_error", "test_error", "mean_hops", "hop_accuracy", "preset_hash")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """qa1 and qa2 with train, valid and test files (official names), small enough to train in a second."""
+    folder = tmp_path_factory.mktemp("bench_data")
+    for task in (1, 2):
+        generator.write_dataset(folder, task, train=200, valid=50, test=50, seed=0)
+    return folder
+
+
+def bench_args(data, out, *more):
+    return ["bench", "--tasks", "1,2", "--sets", "2", "--data", str(data), "--out", str(out), *TINY, *more]
+
+
+@pytest.fixture(scope="module")
+def serial(data, tmp_path_factory):
+    """One bench run, one job at a time: {out, stdout}."""
+    out = tmp_path_factory.mktemp("bench") / "out"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(bench_args(data, out)) == 0
+    return {"out": out, "stdout": stdout.getvalue()}
+
+
+def records(out):
+    return [json.loads(line) for line in (out / "records.jsonl").read_text().splitlines()]
+
+
+def table_part(stdout):
+    """The table a run printed after its progress lines."""
+    return stdout[stdout.index("default ("):]
+
+
+def test_a_bench_records_every_task_and_set(serial, data):
+    rs = records(serial["out"])
+    assert sorted((r["task"], r["set"]) for r in rs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    for r in rs:
+        assert r["preset"] == "default" and re.fullmatch(r"[0-9a-f]{64}", r["preset_hash"])
+        assert r["commit"] is None or re.fullmatch(r"[0-9a-f]{40}", r["commit"])
+        assert r["seed"] == 100 * r["set"] and r["restarts"] == 1 and r["data"] == data.name
+        assert r["test_questions"] == 50
+        wrong = r["test_error"] * 50  # a count of wrong answers
+        assert wrong == pytest.approx(round(wrong)) and r["failed"] == (r["test_error"] > 0.05)
+        assert 0 <= r["valid_error"] <= 1 and 1 <= r["mean_hops"] <= 3 and len(r["hop_accuracy"]) == 3
+        assert 0 <= r["hops_match_facts"] <= 1 and r["seconds"] >= 0
+    assert len({r["preset_hash"] for r in rs}) == 1
+    saved = serial["out"] / "presets" / f"default-{rs[0]['preset_hash'][:12]}.yaml"
+    assert "epochs: 2" in saved.read_text()
+    assert "[4/4] default qa" in serial["stdout"]
+
+
+def test_the_printed_table_holds_the_records_means(serial):
+    rs = records(serial["out"])
+    stdout = serial["stdout"]
+    assert "over 2 seed sets (train.seed 0, 100)" in stdout
+    rows = {line.split()[0]: line.split() for line in table_part(stdout).splitlines()[2:5]}
+    for task in (1, 2):
+        errors = [100 * r["test_error"] for r in rs if r["task"] == task]
+        assert float(rows[str(task)][1]) == pytest.approx(sum(errors) / 2, abs=0.005)
+        assert rows[str(task)][2] == f"{min(errors):.2f}-{max(errors):.2f}"
+    per_set = [sum(100 * r["test_error"] for r in rs if r["set"] == k) / 2 for k in (0, 1)]
+    assert float(rows["mean"][1]) == pytest.approx(sum(per_set) / 2, abs=0.005)
+    assert rows["mean"][2] == f"{min(per_set):.2f}-{max(per_set):.2f}"
+
+
+def test_table_from_records_is_the_runs_table(serial, capsys):
+    assert main(["bench", "--table", str(serial["out"] / "records.jsonl")]) == 0
+    assert capsys.readouterr().out.strip() == table_part(serial["stdout"]).strip()
+
+
+def test_markdown_table(serial, capsys):
+    assert main(["bench", "--table", str(serial["out"] / "records.jsonl"), "--markdown"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("**default (") and lines[0].endswith("**")
+    assert lines[2].startswith("| task | test | range | valid |") and lines[3].startswith("|---|")
+    assert [line.split(" | ")[0] for line in lines[4:7]] == ["| 1", "| 2", "| **mean**"]
+    plain = table_part(serial["stdout"]).splitlines()
+    assert lines[4].split(" | ")[1] == plain[2].split()[1]  # the same figure either way
+
+
+def test_a_second_run_trains_nothing(serial, data, capsys):
+    before = (serial["out"] / "records.jsonl").read_text()
+    assert main(bench_args(data, serial["out"])) == 0
+    assert "4 jobs: 4 recorded" in capsys.readouterr().out
+    assert (serial["out"] / "records.jsonl").read_text() == before
+
+
+def test_resume_after_an_interrupt(data, tmp_path, monkeypatch, capsys):
+    out = tmp_path / "out"
+    calls = []
+    real = bench.run_job
+
+    def stop_at_the_third(job, code):
+        calls.append(job.key)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(job, code)
+
+    monkeypatch.setattr(bench, "run_job", stop_at_the_third)
+    assert main(bench_args(data, out)) == 130
+    assert len(records(out)) == 2
+    with open(out / "records.jsonl", "a") as f:  # and a line torn by the kill
+        f.write('{"preset": "default", "ta')
+    monkeypatch.setattr(bench, "run_job", real)
+    assert main(bench_args(data, out)) == 0
+    stdout = capsys.readouterr().out
+    assert "torn last line" in stdout and "4 jobs: 2 recorded" in stdout and "[2/2]" in stdout
+    rs = records(out)
+    assert [(r["task"], r["set"]) for r in rs[:2]] == [k[2:] for k in calls[:2]]
+    assert sorted((r["task"], r["set"]) for r in rs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+
+
+def test_jobs_in_two_processes_give_the_same_records(serial, data, tmp_path, capsys):
+    assert main(bench_args(data, tmp_path / "out", "--jobs", "2")) == 0
+    assert "2 at a time" in capsys.readouterr().out
+    mine = sorted(tuple(r[f] for f in FIGURES) for r in records(tmp_path / "out"))
+    assert mine == sorted(tuple(r[f] for f in FIGURES) for r in records(serial["out"]))
+
+
+def test_a_changed_preset_is_refused_in_the_same_folder(serial, data, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(serial["out"], out)
+    assert main(bench_args(data, out, "--set", "model.hops=2")) == 2
+    assert "holds preset default with another config" in capsys.readouterr().err
+
+
+def test_presets_by_name_and_path(tmp_path, monkeypatch):
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "small.yaml").write_text("model:\n  dim: 8\n")
+    monkeypatch.chdir(tmp_path)
+    by_name, by_path = bench.load_preset("small"), bench.load_preset(str(tmp_path / "configs" / "small.yaml"))
+    assert (by_name.name, by_path.name) == ("small", "small") and by_name.hash == by_path.hash
+    assert by_name.values["model"]["dim"] == 8
+    # one thread or two computes the same model; another dim does not
+    assert bench.load_preset("small", {"train.threads": 2}).hash == by_name.hash
+    assert bench.load_preset("small", {"model.dim": 9}).hash != by_name.hash
+    assert bench.load_preset("default").values == bench.load_preset(str(bench.ROOT / "config.yaml")).values
+    with pytest.raises(bench.MemnetError, match="--config nosuch: no such preset or file.*small"):
+        bench.load_preset("nosuch")
+
+
+def record(preset, task, k, valid, test, **more):
+    return {"preset": preset, "preset_hash": preset * 64, "task": task, "set": k, "valid_error": valid,
+            "test_error": test, "mean_hops": 2.0, "hop_accuracy": [1.0, 0.5, None], "hops_match_facts": 0.5,
+            "data": "en-valid", **more}
+
+
+def test_table_means_ranges_and_failed_counts():
+    rs = [record("a", 1, 0, 0.0, 0.00), record("a", 1, 1, 0.0, 0.10), record("a", 2, 0, 0.1, 0.20),
+          record("a", 2, 1, 0.2, 0.04), record("a", 2, 2, 0.0, 0.50)]  # set 2 lacks task 1
+    task1, task2, total = bench.table(rs)
+    assert (task1.task, task2.task, total.task) == ("1", "2", "mean")
+    assert task2.test == {0: 0.2, 1: 0.04, 2: 0.5} and task2.failed == {0: 1, 1: 0, 2: 1}
+    assert total.test == pytest.approx({0: 0.1, 1: 0.07}) and total.failed == {0: 1, 1: 1}  # not set 2
+    assert total.hop_accuracy == [1.0, 0.5, None]
+    text = bench.text(bench.title(rs), [task1, task2, total])
+    assert "over 3 seed sets (train.seed 0, 100, 200)" in text
+    assert re.search(r"mean\s+8\.50\s+7\.00-10\.00\s+7\.50\s+5\.00-10\.00\s+1\.0 \(1-1\)", text)
+    assert re.search(r"\n\s+2\s+24\.67\s+4\.00-50\.00\s+10\.00\s+0\.00-20\.00\s+2/3", text)
+
+
+def candidates_file(tmp_path, text):
+    path = tmp_path / "candidates.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_choose_on_valid_never_follows_test(tmp_path, capsys):
+    # valid prefers a on task 1 and b on task 2; test would prefer the other every time
+    rs = [record("a", 1, 0, 0.01, 0.30), record("b", 1, 0, 0.02, 0.00),
+          record("a", 2, 0, 0.05, 0.00), record("b", 2, 0, 0.03, 0.40),
+          record("c", 2, 0, 0.00, 0.00)]  # best on valid, not a candidate of task 2
+    candidates = bench.read_candidates(candidates_file(tmp_path, "default: [a, b]\n1: [a, b]\n"))
+    chosen = bench.choose_on_valid(rs, candidates)
+    assert [(r["task"], r["chosen_from"], r["test_error"]) for r in chosen] == [(1, "a", 0.30), (2, "b", 0.40)]
+    flipped = [{**r, "test_error": 1 - r["test_error"]} for r in rs]
+    assert [r["chosen_from"] for r in bench.choose_on_valid(flipped, candidates)] == ["a", "b"]
+    # of equals on valid, the first listed
+    ties = [record("a", 1, 0, 0.1, 0.3), record("b", 1, 0, 0.1, 0.0)]
+    assert bench.choose_on_valid(ties, {1: ["b", "a"]})[0]["chosen_from"] == "b"
+
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rs))
+    assert main(["bench", "--table", str(path), "--choose-on-valid", str(tmp_path / "candidates.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("a per-task choice on valid among 2 candidates (a (aaaaaaaaaaaa), b (bbbbbbbbbbbb))")
+    assert re.search(r"\n\s*mean\s+35\.00\s+35\.00-35\.00\s+2\.00", out)
+    assert re.search(r"\n\s*1\s+30\.00.*\sa 1\n", out)
+
+
+def test_choose_on_valid_in_a_run_trains_the_candidates(data, tmp_path, monkeypatch, capsys):
+    candidates = candidates_file(tmp_path, "default: [default, small]\n")
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "small.yaml").write_text("model:\n  dim: 4\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(bench_args(data, tmp_path / "out", "--sets", "1", "--choose-on-valid", str(candidates))) == 0
+    out = capsys.readouterr().out
+    assert "4 jobs" in out and "among 2 candidates" in out
+    rs = records(tmp_path / "out")
+    for task in (1, 2):
+        mine = {r["preset"]: r for r in rs if r["task"] == task}
+        best = min(["default", "small"], key=lambda n: (mine[n]["valid_error"], n != "default"))
+        assert re.search(rf"\n\s*{task}\s+{100 * mine[best]['test_error']:.2f}\s.*\s{best} 1\n", out)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--config", "nosuch", "--out", "o"], "--config nosuch: no such preset or file"),
+    (["--tasks", "1-30", "--out", "o"], "--tasks: task: expected numbers between 1 and 20"),
+    (["--tasks", "1"], "--out: required to train"),
+    (["--set", "train.seed=3", "--out", "o"], "--set train.seed: each job sets it"),
+    (["--table", "nofile.jsonl"], "nofile.jsonl: cannot read records"),
+])
+def test_bad_input_is_one_line(args, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("content, message", [
+    (json.dumps(record("a", 1, 0, 0.1, 0.1)) + "\n" + '{"preset": "a", "ta', "records.jsonl:2: a torn last line"),
+    ("not json\n", "records.jsonl:1: not a JSON record"),
+    ('{"preset": "a"}\n', "records.jsonl:1: not a bench record (preset_hash: expected a string, found None)"),
+    ('{"preset": "a", "preset_hash": "x", "task": true}\n', "task: expected a whole number, found True"),
+])
+def test_bad_records_are_refused(content, message, tmp_path, capsys):
+    path = tmp_path / "records.jsonl"
+    path.write_text(content)
+    assert main(["bench", "--table", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_unknown_and_bad_candidates(tmp_path, capsys):
+    path = tmp_path / "records.jsonl"
+    path.write_text(json.dumps(record("a", 1, 0, 0.1, 0.1)) + "\n")
+    for text, message in [("default: [a, zz]\n", "unknown candidate 'zz'"), ("qa1: [a]\n", "'qa1': expected a task"),
+                          ("1: a\n", "1: expected a list of preset names")]:
+        candidates_file(tmp_path, text)
+        assert main(["bench", "--table", str(path), "--choose-on-valid", str(tmp_path / "candidates.yaml")]) == 2
+        assert message in capsys.readouterr().err
+
+
+def test_every_flag_has_help():
+    from memnet.cli import build_parser
+    subparsers = next(a for a in build_parser()._actions if a.dest == "command")
+    for action in subparsers.choices["bench"]._actions:
+        assert action.help, f"bench {action.option_strings} has no help"
+
+
+
+def test_jobs_through_submitit_give_the_same_records(serial, data, tmp_path, capsys):
+    pytest.importorskip("submitit", reason="the optional extra memnet[cluster]")
+    out = tmp_path / "out"
+    assert main(bench_args(data, out, "--submitit", "local", "--submitit-set", "timeout_min=10")) == 0
+    assert "4 to run, through submitit (local)" in capsys.readouterr().out
+    assert any((out / "submitit").glob("*_result.pkl"))
+    mine = sorted(tuple(r[f] for f in FIGURES) for r in records(out))
+    assert mine == sorted(tuple(r[f] for f in FIGURES) for r in records(serial["out"]))
+    assert main(bench_args(data, out, "--submitit", "local")) == 0  # resumes: nothing submitted
+    assert "4 recorded" in capsys.readouterr().out and len(records(out)) == 4
+
+
+def test_submitit_missing_or_misused_is_one_line(data, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(__import__("sys").modules, "submitit", None)  # as where it is not installed
+    assert main(bench_args(data, tmp_path / "out", "--submitit", "slurm")) == 2
+    assert "needs the submitit package (pip install 'memnet[cluster]')" in capsys.readouterr().err
+    assert main(bench_args(data, tmp_path / "out", "--submitit", "slurm", "--jobs", "2")) == 2
+    assert "--jobs: with --submitit the cluster runs the jobs" in capsys.readouterr().err
+
+
+def test_the_commit_is_none_outside_a_checkout(tmp_path, monkeypatch):
+    head, _ = bench.commit()
+    assert head is None or re.fullmatch(r"[0-9a-f]{40}", head)
+    monkeypatch.setattr(bench, "ROOT", tmp_path)  # an installed copy: no repository of its own
+    assert bench.commit() == (None, None)
