@@ -187,7 +187,7 @@ class TrainConfig:
     # share of valid questions that took every hop, the rule not stopping them sooner, times this.
     # hop_cost also pays a model for stopping too soon (one that answers qa13 after hop 1, 1-5
     # points worse on valid, saves 0.9 hops); this prefers the rule that stops to one that does
-    # not, and of models that stop, the more right (docs/results.md, "A cost for the last hop alone")
+    # not, and of models that stop, the more right (docs/log/2026-12-06-results.md, "A cost for the last hop alone")
     last_hop_cost: float = 0.0
     # the run's model averages the answer distributions of the restarts' best weights (its
     # attention tables are the best restart's) instead of keeping the best restart alone

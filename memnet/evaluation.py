@@ -6,8 +6,6 @@ task. Shared by the trainer, `memnet eval`, inspect, report and the benchmarks.
 """
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,18 +20,6 @@ FAILED = 0.05  # a bAbI task fails above 5% test error
 def is_failed(error: float) -> bool:
     """Above 5%: 50 wrong of 1,000 is 5.0%, not failed, though float32 stores it as 0.05000001."""
     return error > FAILED + 1e-6
-
-
-def read_results(path: str | Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """A benchmark's records (JSONL, scripts/bench_babi.py): {(variant, task): latest record};
-    empty where there is no file yet."""
-    latest: dict[tuple[str, int], dict[str, Any]] = {}
-    if Path(path).is_file():
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                latest[r["variant"], r["task"]] = r
-    return latest
 
 
 @torch.no_grad()

@@ -189,10 +189,6 @@ class Loop:
     linear_epochs: int  # epochs of linear start before cfg.train.epochs
     say: Callable[[str], None]
     best: Best
-    # called at each evaluation after linear start with (epoch, (S, N) each seed's answer class to
-    # each valid question, the valid Batch, and where the hops are charged (S, N) the hops each took,
-    # else None): scripts/bench_babi.py's cross-fitted valid error
-    on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None
     saved: tuple = ()  # the (seed, epoch) of each set of weights model.pt holds
     epoch: int = 0  # epochs done
     step: int = 0  # SGD steps done (per seed)
@@ -288,21 +284,19 @@ def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, 
             f"valid {100 * valid_acc:5.1f}% | best {best_text} ({seed_text}) | {seconds:6.1f}s")
 
 
-def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True,
-          on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None) -> dict[str, Any]:
+def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True) -> dict[str, Any]:
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...), under "model" the chosen model (None when none was chosen:
     interrupted during linear start) and under "saved" the checked model.pt (or None).
     Ctrl-C stops training, keeps the best model so far, and still evaluates. Under torchrun every
-    process trains (memnet.distributed); process 0 alone logs and writes `run`. on_evaluation: see Loop."""
+    process trains (memnet.distributed); process 0 alone logs and writes `run`."""
     try:
-        return train_here(cfg, run, distributed.world(), progress, log, on_evaluation)
+        return train_here(cfg, run, distributed.world(), progress, log)
     finally:
         distributed.stop()
 
 
-def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool,
-               on_evaluation: Callable[[int, np.ndarray, Batch, np.ndarray | None], None] | None = None) -> dict[str, Any]:
+def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool) -> dict[str, Any]:
     """train() in this process, which is process here.rank of here.size."""
     say = tqdm.write if log else (lambda line: None)
     state = run.read_last() if run is not None and run.resume else None
@@ -325,8 +319,7 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     train_data = data["train"].to(device)
     linear_epochs = cfg.train.linear_start_epochs if getattr(models[0], "has_linear_start", False) else 0
     loop = Loop(cfg, vocab, training_path(cfg, models, train_data, say, here), train_data, data["valid"].to(device),
-                generators, run, linear_epochs, say, Best.empty(S, cfg.train.restart_choice == "mean"),
-                on_evaluation if here.main else None)
+                generators, run, linear_epochs, say, Best.empty(S, cfg.train.restart_choice == "mean"))
     if cfg.train.linear_start_epochs and not linear_epochs:
         say(f"linear start: skipped ({cfg.model.type} has no softmax-free phase)")
     if state:
@@ -406,12 +399,7 @@ def evaluation(loop: Loop, loss: float, lr: float, linear: bool) -> None:
     best, run = loop.best, loop.run
     valid_acc, train_acc = loop.path.accuracy(loop.valid, linear), loop.path.accuracy(loop.train_data, linear)  # (S,)
     if not linear:
-        hops = None
-        if loop.on_evaluation is not None or charged(loop.cfg):
-            answers, hops = loop.path.answers(loop.valid)  # (S, N) each
-            hops = hops if charged(loop.cfg) else None
-        if loop.on_evaluation is not None:
-            loop.on_evaluation(loop.epoch, answers, loop.valid, hops)
+        hops = loop.path.answers(loop.valid)[1] if charged(loop.cfg) else None  # (S, N) the hops each took
         best.record(valid_acc, loop.epoch, loop.path.state_dict,
                     None if hops is None else valid_acc - charge(loop.cfg, hops).mean(1))
     seed = best.seed

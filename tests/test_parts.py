@@ -450,7 +450,7 @@ def test_a_memory_networks_forward_is_the_papers_equations():
         return out
 
     W = [[sum(float(tables[K, x, e]) for x in words) for e in range(d)] for words in answer_words]  # W = rows of C^K
-    used = []
+    used, batch_loss = [], 0.0
     for b in range(B):
         n = int(length[b])
         u = encode(query[b].tolist(), 0)  # u^1 = B q, B = A^1
@@ -483,6 +483,6 @@ def test_a_memory_networks_forward_is_the_papers_equations():
             assert r.attention[b, k].tolist() == pytest.approx(ps[k] if k <= stop else [0.0] * M, abs=tol)
             assert (r.attention[b, k, n:] == 0).all() and (k <= stop or (r.attention[b, k] == 0).all())
         expected = sum(pi[k] * (ce(hop_logits[k], int(answer[b])) + 0.05 * k) for k in range(K))
-        batch_loss = expected if b == 0 else batch_loss + expected
+        batch_loss += expected
     assert r.loss.item() == pytest.approx(batch_loss, rel=tol)
     assert len(set(used)) > 1  # the stopping rule stops questions at different hops

@@ -3,7 +3,6 @@ on one epoch."""
 import importlib.util
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 

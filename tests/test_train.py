@@ -67,8 +67,7 @@ def test_of_equally_good_epochs_on_valid_the_latest_is_kept():
     path = SimpleNamespace(state_dict=lambda s: {"epoch": loop.epoch})
     path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
     loop = SimpleNamespace(cfg=config.Config(), path=path, valid="valid", train_data="train", run=None,
-                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=4,
-                           on_evaluation=None)
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=4)
     for loop.epoch in range(1, 5):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert loop.best.epoch == [3, 4] and loop.best.states[0] == {"epoch": 3} and loop.best.seed == 0
@@ -85,8 +84,7 @@ def test_hop_cost_keeps_the_restart_and_epoch_that_stop_sooner_at_a_small_cost_i
     path.accuracy = lambda batch, linear: np.array(next(valid) if batch == "valid" else [0.0, 0.0])
     cfg = quick(tiny, **{"model.stopping": True, "train.hop_cost": 0.05, "train.restarts": 2})
     loop = SimpleNamespace(cfg=cfg, path=path, valid="valid", train_data="train", run=None,
-                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2,
-                           on_evaluation=None)
+                           best=train_module.Best.empty(2), say=lambda line: None, started=0.0, epochs=2)
     for loop.epoch in (1, 2):
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
     assert loop.best.seed == 1 and loop.best.states[1] == {"epoch": 2}
@@ -103,8 +101,7 @@ def test_last_hop_cost_charges_the_questions_that_took_every_hop_and_pays_nothin
         path.accuracy = lambda batch, linear: np.array([0.92, 0.96, 0.98] if batch == "valid" else [0.0] * 3)
         cfg = quick(tiny, **{"model.stopping": True, "train.restarts": 3, **cost})
         loop = SimpleNamespace(cfg=cfg, path=path, valid="valid", train_data="train", run=None, epoch=1,
-                               best=train_module.Best.empty(3), say=lambda line: None, started=0.0, epochs=1,
-                               on_evaluation=None)
+                               best=train_module.Best.empty(3), say=lambda line: None, started=0.0, epochs=1)
         train_module.evaluation(loop, loss=1.0, lr=0.01, linear=False)
         return loop.best.seed, loop.best.score.tolist()
 
@@ -138,7 +135,7 @@ def scripted_loop(cfg, valid_accuracies, saved):
     run = SimpleNamespace(save_model=saved.append, log=lambda record: None)
     loop = SimpleNamespace(cfg=cfg, vocab=SimpleNamespace(to_dict=lambda: {}), path=path, valid="valid",
                            train_data="train", run=run, step=0, saved=(), say=lambda line: None, started=0.0,
-                           epochs=len(valid_accuracies), on_evaluation=None,
+                           epochs=len(valid_accuracies),
                            best=train_module.Best.empty(cfg.train.restarts, cfg.train.restart_choice == "mean"))
     return loop
 

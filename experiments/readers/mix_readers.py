@@ -10,7 +10,7 @@ error a record holds is the fitted gate's, and its
 
 (from the repository root, which puts experiments/ on the path).
 
-One record per task is appended to `--results` in scripts/bench_babi.py's format (hop accuracy
+One record per task is appended to `--results` as JSONL (hop accuracy
 and hops used: reader A's attention, the memory network's when it is A).
 """
 from __future__ import annotations
