@@ -20,12 +20,15 @@ memnet.forms), when the question has a word the model never saw, when the questi
 holds no word the model knows, or when its best answer's probability is under `min_probability`
 (then the table still shows what it would have said). A word the model never saw whose other
 spelling it knows (SPELLINGS: colour/color, grey/gray, ...) is read as that one, with a note.
+
+The Python API (memnet.api: `model.answer(story, question)`) reads a typed story with
+`typed_sample` and declines with `answer`, by the same rules.
 """
 from __future__ import annotations
 
 import re
 import sys
-from typing import Callable, TextIO
+from typing import Callable, Sequence, TextIO
 
 import torch
 
@@ -133,6 +136,43 @@ def why_not(sample: Sample, vocab: Vocab) -> str | None:
     return None
 
 
+def classify(text: str) -> tuple[str, str]:
+    """What one typed line (its line number removed) is: ("fact", ""), ("question", ""), or
+    ("hint", why it is neither: a question with words after its '?', or one without its '?')."""
+    if spaced_question(text) or "\t" in text and text.split("\t")[0].rstrip().endswith("?"):
+        return "hint", (f"{_quoted(text)} has words after its '?'; type the question alone (ask needs no answer "
+                        f"or supporting ids; in a story file they follow the question after tabs)")
+    if text.endswith("?"):
+        return "question", ""
+    words = tokenize(text)
+    if words and words[0] in _QUESTION_WORDS:
+        return "hint", f"{_quoted(text)} reads like a question; end it with '?' to ask it"
+    return "fact", ""
+
+
+def typed_sample(story: str | Sequence[str], question: str) -> Sample:
+    """The Sample of a typed story (one sentence a line: a multi-line string or a list) and
+    question, read as `memnet ask` reads typed lines: blank lines and leading line numbers
+    are dropped. MemnetError where a story line is not a sentence (a question, or one that
+    reads like a question) or the question is not one."""
+    lines = story.splitlines() if isinstance(story, str) else list(story)
+    facts: list[Line] = []
+    for n, raw in enumerate(lines, 1):
+        text = _LINE_ID.sub("", str(raw).strip())
+        if not text:
+            continue
+        kind, hint = classify(text)
+        if kind != "fact":
+            raise MemnetError(f"story line {n}: " + (hint or f"{_quoted(text)} is a question; the story holds "
+                                                              "sentences only, the question goes apart"))
+        facts.append(Line(len(facts) + 1, text))
+    text = _LINE_ID.sub("", question.strip())
+    kind, hint = classify(text)
+    if kind != "question":
+        raise MemnetError("question: " + (hint or f"expected a question ending in '?', found {_quoted(text)}"))
+    return Sample(tuple(facts), Line(len(facts) + 1, text, "", ()))
+
+
 def answer(model: torch.nn.Module, vocab: Vocab, cfg: Config, sample: Sample, *, label: str = "",
            min_probability: float = MIN_PROBABILITY, heads: bool = False,
            say: Callable[[str], None] | None = None) -> Table:
@@ -228,16 +268,11 @@ def session(model: torch.nn.Module, vocab: Vocab, cfg: Config, stream: TextIO, o
             continue
         if text.lower() in ("quit", "exit"):
             break
-        words = tokenize(text)
-        if spaced_question(text) or "\t" in text and text.split("\t")[0].rstrip().endswith("?"):
-            print(f"hint: {_quoted(text)} has words after its '?'; type the question alone (ask needs no answer "
-                  f"or supporting ids; in a story file they follow the question after tabs)", file=out)
+        kind, hint = classify(text)
+        if kind == "hint":
+            print(f"hint: {hint} (not added to the story)", file=out)
             continue
-        if not text.endswith("?") and words and words[0] in _QUESTION_WORDS:
-            print(f"hint: {_quoted(text)} reads like a question; end it with '?' to ask it (not added to the story)",
-                  file=out)
-            continue
-        if not text.endswith("?"):
+        if kind == "fact":
             notes: dict[str, str] = {}
             text = respell(text, vocab, notes)
             for a, b in notes.items():
