@@ -16,10 +16,16 @@ methods, so the loop below does not know which one it drives:
 
 The schedule is the paper's: linear start (no attention softmax, linear_start_lr) for the
 first epochs where the model has one, then lr halved every lr_decay_every epochs.
+
+`memnet.train` is also the Python API's train (memnet.api.train). Importing this module makes
+it the package's attribute `memnet.train` in that function's place, so the module takes the
+call and passes it on (_CallsTheApi, at the end).
 """
 from __future__ import annotations
 
+import sys
 import time
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -287,7 +293,8 @@ def log_line(epoch: int, epochs: int, lr: float, loss: float, train_acc: float, 
 def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, log: bool = True) -> dict[str, Any]:
     """Train, choose the best restart on validation, evaluate; returns the final metrics
     (valid, test, best_seed, ...), under "model" the chosen model (None when none was chosen:
-    interrupted during linear start) and under "saved" the checked model.pt (or None).
+    interrupted during linear start), under "vocab" its Vocab and under "saved" the checked
+    model.pt (or None).
     Ctrl-C stops training, keeps the best model so far, and still evaluates. Under torchrun every
     process trains (memnet.distributed); process 0 alone logs and writes `run`."""
     try:
@@ -476,7 +483,7 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
                               "train_questions": len(loop.train_data), "training_path": loop.path.name,
                               "seconds": round(time.perf_counter() - loop.started, 3),
                               "training_seconds": round(loop.stepping, 3), "interrupted": interrupted,
-                              "model": None, "saved": None}
+                              "model": None, "saved": None, "vocab": loop.vocab}
     if not best.chosen:  # interrupted during linear start
         return result
     model = build_model(loop.cfg, loop.vocab, restarts=members(loop))
@@ -486,7 +493,17 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
     if test is not None:
         result["test"] = evaluate(model, test)
     if loop.run is not None:
-        loop.run.log({"final": True, **{k: v for k, v in result.items() if k not in ("model", "saved")}})
+        loop.run.log({"final": True, **{k: v for k, v in result.items() if k not in ("model", "saved", "vocab")}})
         result["saved"] = loop.run.confirm_model()
     result["model"] = model
     return result
+
+
+class _CallsTheApi(types.ModuleType):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from memnet.api import train as api_train
+
+        return api_train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallsTheApi
