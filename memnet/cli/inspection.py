@@ -11,7 +11,7 @@ from memnet.babi import SPLITS, parse_tasks
 from memnet.cli import integer, probability
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
 from memnet.errors import MemnetError
-from memnet.files import atomic_write, regular_file
+from memnet.files import atomic_write
 
 if TYPE_CHECKING:
     from memnet.inspect import Table
@@ -120,9 +120,10 @@ def _note(note: str) -> None:
 
 
 def _load(path: str):
-    from memnet import checkpoint
+    from memnet import api
 
-    return checkpoint.load(regular_file(path, "a checkpoint file (RUN/model.pt)"))
+    model = api.load(path)
+    return model.module, model.config, model.vocab, model.checkpoint
 
 
 def _emit(text: str, out: str | None) -> None:
