@@ -11,8 +11,8 @@
 
 Every function raises memnet.errors.MemnetError (ConfigError for a config) with the message
 the command line prints. A model declines as `memnet ask` does, by the same code
-(memnet.ask): the Answer then says so and why, instead of a guess. Only `generate` and
-`load_tasks` of a test split run without torch, which the others load when called.
+(memnet.ask): the Answer then says so and why, instead of a guess. `generate` runs without
+torch; the others load it when called.
 """
 from __future__ import annotations
 
@@ -43,14 +43,14 @@ def generate(task: int | str, n: int, seed: int = 0, split: str = "train", out: 
     With `out`, the stories are also written there in the official format and file name
     (OUT/qa16_basic-induction_train.txt), so that `train(data=out)` reads them. `knobs` are
     memnet.generator.Knobs' (questions, length, actors, distractors, hops)."""
-    if split not in babi.SPLITS:
-        raise MemnetError(f"split: expected one of {', '.join(babi.SPLITS)}, found {split!r}")
-    try:
-        (task,) = babi.parse_tasks(str(task))
-        knobs_ = generator.Knobs(**knobs)
-    except (ValueError, TypeError) as e:
-        raise MemnetError(f"generate: {e}") from None
-    stories = generator.generate(task, n, seed, split, knobs_)
+    task = _one_task(task, split)
+    if n < 1:
+        raise MemnetError(f"n: expected at least 1 question, found {n}")
+    names = [f.name for f in dataclasses.fields(generator.Knobs)]
+    for name in knobs:
+        if name not in names:
+            raise MemnetError(f"{name}: not a knob of the generator ({', '.join(names)})")
+    stories = generator.generate(task, n, seed, split, generator.Knobs(**knobs))
     if out is not None:
         babi.write_file(Path(out) / babi.task_filename(task, split), stories, babi.space_before_tab(task))
     return stories
@@ -62,18 +62,24 @@ def load_tasks(name_or_dir: str | os.PathLike, task: int | str, split: str = "tr
     official set's name (en-valid, after `memnet data download`) or a folder of bAbI files.
     A folder without a valid file gives the last `valid_fraction` of train as valid, as
     training does."""
+    task = _one_task(task, split)
+    folder = official.resolve_data_dir(os.fspath(name_or_dir))
+    from memnet.inspect import load_samples  # torch: the valid split is carved as the trainer does it
+
+    return load_samples(folder, task, split, valid_fraction)
+
+
+def _one_task(task: int | str, split: str) -> babi.Task:
+    """`task` as a task (a number, or 'chain'); MemnetError for a bad task, several, or a bad split."""
     if split not in babi.SPLITS:
         raise MemnetError(f"split: expected one of {', '.join(babi.SPLITS)}, found {split!r}")
-    folder = official.resolve_data_dir(str(name_or_dir))
     try:
         tasks = babi.parse_tasks(str(task))
     except ValueError as e:
         raise MemnetError(str(e)) from None
     if len(tasks) != 1:
         raise MemnetError(f"task: expected one task, found {task!r}")
-    from memnet.inspect import load_samples  # torch: the valid split is carved as the trainer does it
-
-    return load_samples(folder, tasks[0], split, valid_fraction)
+    return tasks[0]
 
 
 @dataclass

@@ -63,7 +63,9 @@ def test_generate_is_the_generator_and_writes_what_memnet_generate_writes(tmp_pa
     ((16, 5), {"split": "dev"}, "split: expected one of train, valid, test, found 'dev'"),
     ((21, 5), {}, "task: expected numbers between 1 and 20"),
     ((1, 5), {"actors": 0}, "actors: expected 1 to 1000, found 0"),
-    ((1, 5), {"colour": 1}, "unexpected keyword argument 'colour'"),
+    ((1, 5), {"colour": 1}, "colour: not a knob of the generator (questions, length, actors, distractors, hops)"),
+    (("1-3", 5), {}, "task: expected one task, found '1-3'"),
+    ((1, 0), {}, "n: expected at least 1 question, found 0"),
 ])
 def test_generate_refuses_what_it_cannot_generate(args, kwargs, message):
     with pytest.raises(MemnetError, match=re.escape(message)):
