@@ -117,12 +117,12 @@ class Answer:
 
     def table(self):
         """The per-hop attention as a pandas DataFrame where pandas is installed, else `rows()`."""
+        rows = self.rows()
         try:
             import pandas
         except ImportError:
-            return self.rows()
-        return pandas.DataFrame(self.rows(), columns=["id", "sentence", *(
-            f"{self.inspection.step} {k + 1}" for k in range(self.hops))] if self.inspection else ["id", "sentence"])
+            return rows
+        return pandas.DataFrame(rows, columns=list(rows[0]) if rows else ["id", "sentence"])
 
     def plot(self, path: str | os.PathLike | None = None):
         """The attention heat map of `memnet inspect --format png` as a matplotlib Figure, also
