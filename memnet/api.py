@@ -233,7 +233,7 @@ def train(config: str | os.PathLike | Config | None = "default", overrides: dict
     when it holds another run, unless `force`); without, nothing is written. `quiet` drops
     the log lines."""
     from memnet.run import RunFolder
-    from memnet.train import train as train_loop
+    from memnet.trainer import train as train_loop
 
     changes = dict(overrides or {})
     for key, value in keys.items():

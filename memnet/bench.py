@@ -1,7 +1,7 @@
 """`memnet bench`: presets trained on every (task, seed set), one JSONL record per run, and the
 table of errors per task over the seed sets, rebuilt from the records alone.
 
-A job is (preset, task, seed set k): memnet.train.train on that one task with train.seed = 100 k,
+A job is (preset, task, seed set k): memnet.trainer.train on that one task with train.seed = 100 k,
 so set k's restarts take seeds 100 k .. 100 k + restarts - 1 (the S = 0, 100, 200, ... of the
 older docs are sets 0, 1, 2, ...). Each finished job appends one line to OUT/records.jsonl:
 
@@ -110,7 +110,7 @@ def key(record: dict[str, Any]) -> tuple[str, str, int, int]:
 
 def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
     """Train one job in this process; its record (without a test split: an error)."""
-    from memnet.train import train  # torch loads in the process that trains
+    from memnet.trainer import train  # torch loads in the process that trains
 
     began = time.perf_counter()
     values = config.merge(job.preset.values, {"data.dir": job.data, "data.task": str(job.task),

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from memnet import babi, config, official
-from memnet.train import train
+from memnet.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,7 +22,7 @@ from memnet import babi, config, official
 from memnet.data import Vocab, encode_tasks, read_splits
 from memnet.models import build_model
 from memnet.models.transformer import saturation
-from memnet.train import train
+from memnet.trainer import train
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -34,7 +34,7 @@ def inspect_run(tmp_path_factory) -> dict[str, Path]:
     unit and hard masking on, so every part of an attention table shows up: {data, checkpoint}."""
     from memnet import config, generator
     from memnet.run import RunFolder
-    from memnet.train import train
+    from memnet.trainer import train
 
     root = tmp_path_factory.mktemp("inspect_run")
     generator.write_dataset(root / "data", 16, train=200, test=60, seed=0)
@@ -51,7 +51,7 @@ def qa1_run(tmp_path_factory) -> dict[str, Path]:
     must decline whatever the model learned: {data, checkpoint}."""
     from memnet import config, generator
     from memnet.run import RunFolder
-    from memnet.train import train
+    from memnet.trainer import train
 
     root = tmp_path_factory.mktemp("qa1_run")
     generator.write_dataset(root / "data", 1, train=200, test=20, seed=0)

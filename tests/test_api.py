@@ -42,8 +42,8 @@ def test_the_api_names_are_the_package_s():
     assert set(memnet.__all__) <= set(dir(memnet))
     with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
         memnet.nonsense
-    import memnet.train as train_module  # the training loop's module takes the package's name: it passes calls on
-    assert callable(memnet.train) and callable(train_module) and train_module.train is not memnet.api.train
+    from memnet import api, trainer  # the training loop's own module: importing it leaves memnet.train the API's
+    assert memnet.train is api.train and trainer.train is not api.train
 
 
 # ---------------------------------------------------------------------------- data

@@ -15,7 +15,7 @@ from memnet import checkpoint, distributed
 from memnet.cli import main
 from memnet.config import Config, ConfigError, apply_overrides
 from memnet.data import Batch
-from memnet.train import ReferenceTraining, training_path
+from memnet.trainer import ReferenceTraining, training_path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "babi" / "en-valid"
 TRAIN = ["train", "--data", str(FIXTURES), "--task", "1", "--config", "none", "--quiet", "--train.epochs=4",
@@ -104,7 +104,7 @@ FIXTURE_CFG = {"data.dir": str(FIXTURES), "data.task": "1", "train.restarts": 2,
 def fixture_run(overrides: dict):
     """(cfg, models, train Batch) for qa1 of the fixtures, as train() makes them."""
     from memnet.models import build_model
-    from memnet.train import load_data
+    from memnet.trainer import load_data
     cfg = apply_overrides(Config(), {**FIXTURE_CFG, **overrides})
     data, vocab = load_data(cfg)
     return cfg, [build_model(cfg, vocab, restarts=[s]) for s in range(2)], data["train"]
@@ -120,7 +120,7 @@ def with_spare(models: list, spare: bool) -> list:
 
 @pytest.mark.parametrize("spare", [False, True])
 def test_the_probe_finds_the_parameters_a_step_leaves_unused(spare):
-    from memnet.train import unused_parameters
+    from memnet.trainer import unused_parameters
     _, models, data = fixture_run({"model.stopping": True, "model.masking": "soft"})
     model = with_spare(models, spare)[0]
     for linear in (True, False):
@@ -160,7 +160,7 @@ def test_under_torchrun_the_reference_model_trains_in_ddp(one_process_group, spa
 
 def test_a_process_other_than_0_trains_silently_and_writes_nothing(one_process_group, tmp_path, capsys):
     from memnet.run import RunFolder
-    from memnet.train import train_here
+    from memnet.trainer import train_here
     cfg = apply_overrides(Config(), {**FIXTURE_CFG, "train.epochs": 2, "train.linear_start_epochs": 0,
                                      "train.eval_every": 1})
     result = train_here(cfg, RunFolder(tmp_path / "run"), distributed.World(rank=1, size=2), True, True)

@@ -753,7 +753,7 @@ def test_an_empty_train_or_valid_file_is_named(capsys, tiny, tmp_path, split, te
     ["generate", "--task", "1", "--out", ""],
     ["inspect", "--checkpoint", "{model}", "--out", ""],
     ["report", "--checkpoint", "{model}", "--out", ""],
-    ["mix", "{run}", "{run}", "--out", ""],
+    ["bench", "--tasks", "1", "--data", "{tiny}", "--out", ""],
     ["data", "download", "--dir", "", "--from", "x.tar.gz"],
 ], ids=lambda argv: argv[0] if argv[0] != "data" else "data download")
 def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, inspect_run, tiny, tmp_path, monkeypatch, argv):

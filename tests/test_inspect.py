@@ -332,7 +332,7 @@ def transformer_run(inspect_run, tmp_path_factory):
     {data, checkpoint, cfg}."""
     from memnet import config
     from memnet.run import RunFolder
-    from memnet.train import train
+    from memnet.trainer import train
 
     cfg = config.load(None, {"data.dir": str(inspect_run["data"]), "data.task": "16", "model.type": "transformer",
                              "train.epochs": 1, "train.eval_every": 1, "train.linear_start_epochs": 0, "train.threads": 1})

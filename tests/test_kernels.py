@@ -9,7 +9,7 @@ from memnet.data import Vocab, encode_samples
 from memnet.evaluation import predict
 from memnet.kernels import ANY, numba_memn2n
 from memnet.models import build_model, init_weights, restart_model
-from memnet.train import ReferenceTraining, sgd_step, train
+from memnet.trainer import ReferenceTraining, sgd_step, train
 
 from test_model import STORY
 from test_train import quick

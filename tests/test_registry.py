@@ -32,7 +32,7 @@ def bag(tmp_path, monkeypatch):
 
 
 def test_the_package_registers_its_own_models_and_never_imports_experiments():
-    code = ("import sys, memnet.cli, memnet.checkpoint, memnet.train; from memnet import registry; "
+    code = ("import sys, memnet.cli, memnet.checkpoint, memnet.trainer; from memnet import registry; "
             "print(list(registry.types())); print(any(m.startswith('experiments') for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
                          env={"PATH": "", "PYTHONPATH": str(ROOT)})

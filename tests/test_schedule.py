@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 
-import memnet.train as train_module
+import memnet.trainer as train_module
 from memnet import checkpoint, config, generator, kernels
 from memnet.data import read_splits
 from memnet.errors import MemnetError
 from memnet.run import RunFolder
-from memnet.train import device_of, diverged, load_data, log_line, random_noise_time, schedule, train
+from memnet.trainer import device_of, diverged, load_data, log_line, random_noise_time, schedule, train
 
 
 def lines_of(run) -> list[dict]:
@@ -330,7 +330,7 @@ def test_a_resumed_run_keeps_its_vocabulary_when_the_data_grows(tiny, tmp_path, 
 
 def test_the_reference_path_scores_linear_start_and_sums_the_epochs_loss(tiny):
     from memnet.models import build_model, init_weights
-    from memnet.train import ReferenceTraining, epoch_order
+    from memnet.trainer import ReferenceTraining, epoch_order
     cfg = config.load(None, {"data.dir": str(tiny), "data.task": "1", "model.dim": 6})
     data, vocab = load_data(cfg)
     models = [init_weights(build_model(cfg, vocab), cfg, s) for s in range(2)]

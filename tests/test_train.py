@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-import memnet.train as train_module
+import memnet.trainer as train_module
 from memnet import checkpoint, config
 from memnet.cli import main
 from memnet.data import Batch
@@ -14,7 +14,7 @@ from memnet.errors import MemnetError
 from memnet.evaluation import accuracy, evaluate, metrics
 from memnet.models import Result
 from memnet.run import RunFolder
-from memnet.train import train
+from memnet.trainer import train
 
 
 def quick(folder, **overrides):

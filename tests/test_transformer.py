@@ -11,7 +11,7 @@ from memnet.cli import main
 from memnet.config import ConfigError, load
 from memnet.models import build_model
 from memnet.models.transformer import Transformer, attention, saturation
-from memnet.train import train
+from memnet.trainer import train
 
 
 def make(vocab, seed=10, **fields):

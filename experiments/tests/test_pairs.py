@@ -13,7 +13,7 @@ from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
 from memnet.models import build_model
 from experiments.readers.pairs import NONE, PairReader, phrase_places
-from memnet.train import train
+from memnet.trainer import train
 
 
 def make(vocab, seed=10, supervision=0.0, **fields):

@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-import memnet.train as train_module
+import memnet.trainer as train_module
 from memnet import babi, checkpoint, generator
 from memnet.cli import main
 from memnet.config import ConfigError, load
@@ -18,7 +18,7 @@ from memnet.models import Ensemble, build_model
 from experiments.readers.words import BiGRU, WordReader
 from memnet.report import describe
 from memnet.run import RunFolder
-from memnet.train import train
+from memnet.trainer import train
 
 
 def make(vocab, seed=10, **fields):

@@ -95,7 +95,7 @@ def run_train(args: argparse.Namespace) -> int:
     from memnet import distributed
     from memnet.evaluation import percents
     from memnet.run import RunFolder
-    from memnet.train import train  # torch loads only for commands that need it
+    from memnet.trainer import train  # torch loads only for commands that need it
 
     overrides = {k.removeprefix("override:"): v for k, v in vars(args).items() if k.startswith("override:")}
     if args.data is not None:  # absolute: the checkpoint's data folder must resolve from any working directory

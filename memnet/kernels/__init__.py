@@ -18,7 +18,7 @@ from memnet.config import Config, ConfigError, restart_config
 
 ANY = "any value"
 
-# the fields every training path handles alike (memnet.train's loop and memnet.models.init_weights)
+# the fields every training path handles alike (memnet.trainer's loop and memnet.models.init_weights)
 LOOP = {
     "data.dir", "data.task", "data.valid_fraction",
     "model.init_std", "model.temporal_zero_init", "train.restart_grid",

@@ -4,7 +4,7 @@ Every model takes a memnet.data.Batch of B questions (fields (B, ...), see memne
 returns a Result; the loss is there when the batch holds answers. Models are built with
 keyword-only constructors from their own config section (memnet.config.MemN2NConfig,
 TransformerConfig, or a plug-in's: memnet.registry) and hold one seed: restarts are several models
-(see memnet.train).
+(see memnet.trainer).
 """
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ step encoding before each, as the Universal Transformer does. Two ways to stop e
   â = W_a Σ_t w_t u_t + b_a = Σ_t w_t â_t, and the loss adds ponder_cost · mean_i (N^i + R^i)
   per question. The question's steps N are the Result's hops_used.
 
-The model holds one seed, as every model does (restarts are several models, see memnet.train).
+The model holds one seed, as every model does (restarts are several models, see memnet.trainer).
 """
 from __future__ import annotations
 

@@ -17,15 +17,11 @@ methods, so the loop below does not know which one it drives:
 The schedule is the paper's: linear start (no attention softmax, linear_start_lr) for the
 first epochs where the model has one, then lr halved every lr_decay_every epochs.
 
-`memnet.train` is also the Python API's train (memnet.api.train). Importing this module makes
-it the package's attribute `memnet.train` in that function's place, so the module takes the
-call and passes it on (_CallsTheApi, at the end).
+`memnet.train(...)`, the Python API's (memnet.api), calls this module's train.
 """
 from __future__ import annotations
 
-import sys
 import time
-import types
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -497,13 +493,3 @@ def finish(loop: Loop, test: Batch | None, interrupted: bool) -> dict[str, Any]:
         result["saved"] = loop.run.confirm_model()
     result["model"] = model
     return result
-
-
-class _CallsTheApi(types.ModuleType):
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from memnet.api import train as api_train
-
-        return api_train(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallsTheApi
