@@ -159,7 +159,8 @@ def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRROR
             raise MemnetError(f"{target}: expected a complete download, found {len(missing)} of "
                               f"{len(expected_files())} files missing or empty (first: {missing[0]}); "
                               "--force replaces it")
-        say(f"{target}: already downloaded ({', '.join(SETS)}); --force downloads it again")
+        again = f"--from {archive} --force replaces it" if archive is not None else "--force downloads it again"
+        say(f"{target}: already downloaded ({', '.join(SETS)}); {again}")
         return target
     if archive is not None and not os.path.isfile(archive):  # before any folder is made
         raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
@@ -190,9 +191,13 @@ def _from_mirrors(urls: list[str], work: Path, unpacked: Path, progress: bool | 
         path = work / ARCHIVE
         try:
             size = fetch(url, path, progress)
-            counts = unpack(path, unpacked, manifest, name=url)
         except _BadCopy as e:
             failures.append(f"{url}: {e}")
+            continue
+        try:
+            counts = unpack(path, unpacked, manifest, name=url)
+        except _BadCopy as e:  # names the URL already
+            failures.append(str(e))
             shutil.rmtree(unpacked, ignore_errors=True)
             continue
         say(f"downloaded {url} ({size / 1e6:.1f} MB)")

@@ -211,6 +211,8 @@ def test_no_good_mirror_is_one_line_naming_each(source, served, refused, home, c
     assert (f"{url}/page.html: expected a tar archive (gzip, bzip2, xz or plain), found a file that is not one "
             "(it begins b'<html>a login page</html>')") in err
     assert "--from FILE" in err
+    for failed in (f"{url}/nothing-here.tar.gz", refused, f"{url}/page.html"):  # each named once, not twice
+        assert err.count(failed) == 1, err
     assert leftovers(home) == [] and not (home / RELEASE).exists()
 
 
@@ -395,6 +397,11 @@ def test_an_existing_copy_stays_without_force(source, served, home, capsys):
     out = capsys.readouterr().out
     assert f"{home / RELEASE}: already downloaded" in out and "--force downloads it again" in out
     assert mine.exists() and len(requested) == 1  # not fetched again
+    archive = pack(source, home.parent / "mine.tar.gz")
+    assert download("--from", str(archive)) == 0  # the way out names what the user did: --from
+    out = capsys.readouterr().out
+    assert out.endswith(f"already downloaded ({', '.join(official.SETS)}); --from {archive} --force replaces it\n")
+    assert mine.exists()
     assert download("--url", f"{url}/{official.ARCHIVE}", "--force") == 0
     assert not mine.exists() and len(requested) == 2 and same_as(source / RELEASE, home / RELEASE)
     assert leftovers(home) == []
