@@ -220,6 +220,11 @@ def read_file(path: str | os.PathLike) -> list[Story]:
         data = Path(path).read_bytes()
     except OSError as e:
         raise BabiFormatError(path, None, "a readable file", e.strerror or str(e)) from None
+    return parse_bytes(data, path)
+
+
+def parse_bytes(data: bytes, path: str | os.PathLike | None = None) -> list[Story]:
+    """A file's bytes (UTF-8 text in the bAbI format) as stories; `path` names them in errors."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:

@@ -8,13 +8,17 @@ $MEMNET_DATA, else ~/.cache/memnet), one folder per set:
     en-valid/  en-valid-10k/                                 qaN_train.txt, qaN_valid.txt, qaN_test.txt
 
 What is unpacked is checked by content, not by the archive's own bytes, so a repack of the
-same files passes: every one of the 360 expected files must be there, and each file of en/ and
-en-valid/ must have the SHA-256 listed in memnet/official_manifest.py (the other sets are checked
-by their names). Only the expected files (and the release's README.txt and LICENSE.txt) are
-written, each to a path built from our own list, never from a name in the archive; an archive
-with a member that is absolute, climbs out with "..", or is a link where a file is expected is
-refused. Everything is unpacked into a temporary folder beside the target and renamed into place
-at the end: a failed or interrupted download leaves nothing behind.
+same files passes. Every one of the 360 expected files must be there, and each is checked before
+it is written (check_file): a file of en/ and en-valid/ must have the SHA-256 listed in
+memnet/official_manifest.py; a file of the other sets, whose hashes we do not know, must read as
+bAbI stories with babi's strict reader, hold questions, cite as many supporting facts as the task
+its name gives (SUPPORTING), and not repeat another file of its set. A partial or altered archive
+is refused naming its first bad file and what is wrong with it. Only the expected files (and the
+release's README.txt and LICENSE.txt) are written, each to a path built from our own list, never
+from a name in the archive; an archive with a member that is absolute, climbs out with "..", is
+a link where a file is expected, or is larger than any file of the release is refused. Everything
+is unpacked into a temporary folder beside the target and renamed into place only when all of it
+passed: a failed or interrupted download leaves nothing behind.
 
 Anywhere a command takes a data folder, a set name (`--data en-valid`) with no such folder
 in the working directory stands for the downloaded copy: resolve_data_dir.
@@ -30,18 +34,20 @@ import hashlib
 import http.client
 import lzma
 import os
+import re
 import shutil
 import tarfile
 import tempfile
 import urllib.error
 import urllib.request
 import zlib
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO
 
 from memnet import __version__
-from memnet.babi import TASK_NAMES
+from memnet.babi import TASK_NAMES, BabiFormatError, parse_bytes
 from memnet.errors import MemnetError
 from memnet.official_manifest import SHA256
 
@@ -58,6 +64,14 @@ SETS = ("en", "en-10k", "hn", "hn-10k", "shuffled", "shuffled-10k", "en-valid", 
 EXTRAS = ("README.txt", "LICENSE.txt")  # unpacked when the archive has them; not required
 TIMEOUT = 30  # seconds without an answer before a mirror counts as unreachable
 CHUNK = 1 << 16
+MAX_FILE = 64 << 20  # bytes; the release's largest file has a few MB, so a larger member is not one of them
+# How many supporting facts each question of a task cites, counted over all 2,000 questions of
+# each task in en/ (and en-valid/, the same stories): always this many, except counting (7) and
+# lists (8), which cite one to eight. The 10k, hn and shuffled sets are not in our reference copy,
+# so a file is held to what *most* of its questions cite: a rare exception there cannot refuse the
+# real release, while the stories of another task, or none, are still refused.
+SUPPORTING = {1: 1, 2: 2, 3: 3, 4: 1, 5: 1, 6: 1, 9: 1, 10: 1, 11: 2, 12: 1, 13: 2, 14: 2, 15: 2,
+              16: 3, 17: 2, 18: 2, 19: 2, 20: 1}
 
 
 class _BadCopy(MemnetError):
@@ -139,11 +153,14 @@ def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRROR
     `manifest`: the hashes to check (default: official_manifest.SHA256)."""
     target = release_dir(home)
     if target.exists() and not force:
-        missing = [f for f in expected_files() if not (target / f).is_file()]
+        # a cheap look, not the full check: a copy made by a memnet that took empty stand-ins is caught
+        missing = [f for f in expected_files() if not (target / f).is_file() or not (target / f).stat().st_size]
         if missing:
             raise MemnetError(f"{target}: expected a complete download, found {len(missing)} of "
-                              f"{len(expected_files())} files missing (first: {missing[0]}); --force replaces it")
-        say(f"{target}: already downloaded ({', '.join(SETS)}); --force downloads it again")
+                              f"{len(expected_files())} files missing or empty (first: {missing[0]}); "
+                              "--force replaces it")
+        again = f"--from {archive} --force replaces it" if archive is not None else "--force downloads it again"
+        say(f"{target}: already downloaded ({', '.join(SETS)}); {again}")
         return target
     if archive is not None and not os.path.isfile(archive):  # before any folder is made
         raise MemnetError(f"{archive}: expected the archive {ARCHIVE}, found no such file")
@@ -159,9 +176,9 @@ def download(home: str | os.PathLike | None = None, urls: Iterable[str] = MIRROR
         _replace(unpacked, target, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    hashed, named, skipped = counts
-    say(f"wrote {target}: {', '.join(SETS)} ({hashed + named} files: {hashed} checked by SHA-256, "
-        f"{named} by name" + (f"; {skipped} other file(s) in the archive skipped" if skipped else "") + ")")
+    hashed, read, skipped = counts
+    say(f"wrote {target}: {', '.join(SETS)} ({hashed + read} files: {hashed} checked by SHA-256, "
+        f"{read} read as bAbI stories" + (f"; {skipped} other file(s) in the archive skipped" if skipped else "") + ")")
     return target
 
 
@@ -174,9 +191,13 @@ def _from_mirrors(urls: list[str], work: Path, unpacked: Path, progress: bool | 
         path = work / ARCHIVE
         try:
             size = fetch(url, path, progress)
-            counts = unpack(path, unpacked, manifest, name=url)
         except _BadCopy as e:
             failures.append(f"{url}: {e}")
+            continue
+        try:
+            counts = unpack(path, unpacked, manifest, name=url)
+        except _BadCopy as e:  # names the URL already
+            failures.append(str(e))
             shutil.rmtree(unpacked, ignore_errors=True)
             continue
         say(f"downloaded {url} ({size / 1e6:.1f} MB)")
@@ -222,15 +243,17 @@ def fetch(url: str, path: Path, progress: bool | None = None) -> int:
 
 def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | None = None,
            name: str | None = None) -> tuple[int, int, int]:
-    """Write the release's files from `archive` under `out` and check them (see the module's
-    docstring); returns (files checked by hash, files checked by name, other files skipped).
+    """Check the release's files in `archive` and write them under `out` (see the module's
+    docstring); returns (files checked by hash, files read as stories, other files skipped).
     `manifest`: the hashes to hold them to (default: official_manifest.SHA256). A bad archive
     raises _BadCopy naming `name` (default: the archive's path)."""
     manifest = SHA256 if manifest is None else manifest
     where = name or str(archive)
     expected = expected_files()
     wanted = set(expected) | set(EXTRAS)
-    written: dict[str, str] = {}  # relative path -> SHA-256 of the bytes written
+    digests: dict[str, str] = {}  # file -> SHA-256, for each file that passed check_file
+    problems: dict[str, str] = {}  # file -> what is wrong with it
+    seen: set[str] = set()
     skipped = 0
     try:
         with _decompressed(archive) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -241,9 +264,18 @@ def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | 
                     continue
                 if not member.isfile():
                     raise _BadCopy(f"{where}: member {member.name} is a link or a folder, expected a file")
-                if rel in written:
+                if rel in seen:
                     raise _BadCopy(f"{where}: member {member.name} appears twice")
-                written[rel] = _copy(tar.extractfile(member), out / rel)
+                seen.add(rel)
+                if member.size > MAX_FILE:  # read whole below: a hostile size must not fill the memory
+                    raise _BadCopy(f"{where}: member {member.name} holds {member.size} bytes, expected a file "
+                                   f"of the release (each under {MAX_FILE >> 20} MB)")
+                data = tar.extractfile(member).read()
+                if rel in EXTRAS or not (problem := check_file(rel, data, manifest)):
+                    _write(out / rel, data)
+                    digests[rel] = hashlib.sha256(data).hexdigest()
+                else:
+                    problems[rel] = problem
             while stream.read(CHUNK):  # to the end: the check sums of gzip, bzip2 and xz come last
                 pass
     except (tarfile.TarError, EOFError, zlib.error, lzma.LZMAError) as e:
@@ -256,17 +288,55 @@ def unpack(archive: str | os.PathLike, out: Path, manifest: Mapping[str, str] | 
         if e.errno is None:  # gzip, bz2 and lzma report a corrupt stream as an OSError without errno
             raise _BadCopy(f"{where}: expected a complete tar archive, found a broken one ({e})") from None
         raise MemnetError(f"{where}: cannot read ({(e.strerror or str(e)).lower()})") from None
-    missing = [f for f in expected if f not in written]
+    missing = [f for f in expected if f not in seen]
     if missing:
         raise _BadCopy(f"{where}: expected the bAbI v1.2 release, found {len(missing)} of its "
-                            f"{len(expected)} files missing (first: {RELEASE}/{missing[0]})")
-    wrong = [f for f in sorted(manifest) if written.get(f) != manifest[f]]
-    if wrong:
-        raise _BadCopy(f"{where}: {RELEASE}/{wrong[0]} differs from the official file (SHA-256 "
-                            f"{written.get(wrong[0], 'none')[:16]}..., expected {manifest[wrong[0]][:16]}...)"
-                            + (f", and {len(wrong) - 1} more files differ" if len(wrong) > 1 else ""))
-    hashed = sum(1 for f in manifest if f in written)
+                       f"{len(expected)} files missing (first: {RELEASE}/{missing[0]})")
+    first: dict[tuple[str, str], str] = {}  # (set, SHA-256) -> the first file of that set with those bytes
+    for rel in expected:
+        if rel in digests and rel not in manifest:  # a file copied over another of its task or set
+            other = first.setdefault((rel.split("/")[0], digests[rel]), rel)
+            if other != rel:
+                problems[rel] = (f"{RELEASE}/{rel}: expected stories of its own, found the same bytes as "
+                                 f"{RELEASE}/{other}")
+    bad = [problems[f] for f in expected if f in problems]
+    if bad:
+        raise _BadCopy(f"{where}: {bad[0]}" + (f" (and {len(bad) - 1} more bad files)" if len(bad) > 1 else ""))
+    hashed = sum(1 for f in manifest if f in seen)
     return hashed, len(expected) - hashed, skipped
+
+
+def check_file(rel: str, data: bytes, manifest: Mapping[str, str] | None = None) -> str | None:
+    """What is wrong with `data` as the release's file `rel` (en/qa1_single-supporting-fact_train.txt),
+    in one line that names it; None when nothing is. A file in `manifest` (default:
+    official_manifest.SHA256) must have its SHA-256. Any other must read as bAbI stories with
+    babi's strict reader (UTF-8, well formed), hold questions, and most of its questions must cite
+    as many supporting facts as those of the task its name gives (SUPPORTING)."""
+    manifest = SHA256 if manifest is None else manifest
+    shown = f"{RELEASE}/{rel}"
+    if rel in manifest:
+        digest = hashlib.sha256(data).hexdigest()
+        if digest == manifest[rel]:
+            return None
+        return (f"{shown} differs from the official file (SHA-256 {digest[:16]}..., "
+                f"expected {manifest[rel][:16]}...)")
+    if not data.strip():
+        return f"{shown}: expected bAbI stories, found an empty file" if not data else \
+            f"{shown}: expected bAbI stories, found only blank space"
+    try:
+        stories = parse_bytes(data, shown)
+    except BabiFormatError as e:
+        return str(e)
+    cited = Counter(len(q.support) for story in stories for q in story.questions)
+    if not cited:
+        n = len(stories)
+        return f"{shown}: expected stories with questions, found no question in {n} stor{'y' if n == 1 else 'ies'}"
+    task = int(re.match(r"qa(\d+)_", rel.rsplit("/", 1)[-1]).group(1))
+    want, most = SUPPORTING.get(task), cited.most_common(1)[0][0]
+    if want is not None and most != want:
+        return (f"{shown}: expected task {task} ({TASK_NAMES[task]}), whose questions cite {want} supporting "
+                f"fact{'s' * (want > 1)} each, found questions citing mostly {most}")
+    return None
 
 
 # the first bytes of a gzip, bzip2 and xz stream, and how to open each
@@ -297,15 +367,10 @@ def _relative(member: str, where: str) -> str:
     return "/".join(parts[1:]) if parts and parts[0] == RELEASE else ""
 
 
-def _copy(source: BinaryIO, path: Path) -> str:
-    """Copy a member's bytes to `path`; returns their SHA-256."""
-    digest = hashlib.sha256()
+def _write(path: Path, data: bytes) -> None:
     _mkdir(path.parent)
     with _opened(path) as out:
-        while chunk := source.read(CHUNK):
-            digest.update(chunk)
-            _writing(path, lambda: out.write(chunk))
-    return digest.hexdigest()
+        _writing(path, lambda: out.write(data))
 
 
 def _replace(new: Path, target: Path, work: Path) -> None:
@@ -342,4 +407,4 @@ def _writing(path: str | os.PathLike, action: Callable):
 
 
 __all__ = ["ARCHIVE", "MIRRORS", "SETS", "RELEASE", "expected_files", "data_home", "release_dir",
-           "resolve_data_dir", "data_dir_arg", "download", "fetch", "unpack"]
+           "resolve_data_dir", "data_dir_arg", "download", "fetch", "unpack", "check_file"]

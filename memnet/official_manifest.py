@@ -5,8 +5,9 @@ Paths are relative to the archive's top folder, tasks_1-20_v1-2/. Made from the 
 
     cd ../shared/babi && sha256sum en/qa*.txt en-valid/qa*.txt
 
-memnet.official checks every downloaded file listed here against its hash; the other folders
-(en-10k, hn, hn-10k, shuffled, shuffled-10k, en-valid-10k) are checked by their file names only.
+memnet.official checks every downloaded file listed here against its hash; the files of the
+other folders (en-10k, hn, hn-10k, shuffled, shuffled-10k, en-valid-10k), whose hashes we do not
+know, are read with the strict bAbI reader instead (memnet.official.check_file).
 """
 
 SHA256 = {

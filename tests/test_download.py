@@ -1,8 +1,9 @@
 """`memnet data download`: the real download code against archives served on 127.0.0.1.
 
 The archives are built here in the release's layout (tasks_1-20_v1-2/<set>/<file>, all 360
-files) from small made-up stories; `manifest` holds their hashes in place of the official ones
-(for en/ and en-valid/, as memnet/official_manifest.py does). Nothing touches the internet.
+files) from small made-up stories, each citing as many supporting facts as its task's questions
+do; `manifest` holds their hashes in place of the official ones (for en/ and en-valid/, as
+memnet/official_manifest.py does). Nothing touches the internet.
 """
 import errno
 import functools
@@ -27,8 +28,16 @@ RELEASE = official.RELEASE
 
 
 def story(rel: str, i: int) -> str:
-    """A two-line story of its own per file, so that no two files share a hash."""
-    return f"1 Mary went to the room{i}.\n2 Where is Mary? \troom{i}\t1\n"
+    """A story of its own per file, so that no two files share a hash: as many facts as the
+    file's task cites per question, then one question citing them all."""
+    n = official.SUPPORTING.get(task_of(rel), 2)
+    facts = "".join(f"{k} Mary went to the room{i}.\n" for k in range(1, n + 1))
+    return facts + f"{n + 1} Where is Mary? \troom{i}\t{' '.join(map(str, range(1, n + 1)))}\n"
+
+
+def task_of(rel: str) -> int:
+    """en-10k/qa3_three-supporting-facts_train.txt -> 3."""
+    return int(re.match(r"qa(\d+)_", rel.rsplit("/", 1)[-1]).group(1))
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +169,7 @@ def test_download_unpacks_every_file_checked(source, served, home, capsys):
     assert download("--url", f"{url}/{official.ARCHIVE}") == 0
     out = capsys.readouterr().out
     assert f"downloaded {url}/{official.ARCHIVE}" in out
-    assert f"wrote {home / RELEASE}" in out and "360 files: 100 checked by SHA-256, 260 by name" in out
+    assert f"wrote {home / RELEASE}" in out and "360 files: 100 checked by SHA-256, 260 read as bAbI stories" in out
     assert same_as(source / RELEASE, home / RELEASE)
     assert leftovers(home) == []  # no archive, no temporary folder
     assert requested == [f"/{official.ARCHIVE}"]
@@ -175,14 +184,16 @@ def test_progress_bar_counts_the_bytes(source, served, home, capsys):
     assert f"{official.ARCHIVE}: 100%" in err and f" {shown}/{shown} " in err
 
 
-@pytest.mark.parametrize("bad", ["missing", "refused", "not an archive", "truncated"])
+@pytest.mark.parametrize("bad", ["missing", "refused", "not an archive", "truncated", "an empty stand-in"])
 def test_falls_back_to_the_next_mirror(bad, source, served, refused, home, capsys):
     folder, url, requested = served
     good = pack(source, folder / official.ARCHIVE)
     (folder / "page.html").write_text("<html>a login page</html>")
     (folder / "half.tar.gz").write_bytes(good.read_bytes()[: good.stat().st_size // 2])
-    first = {"missing": f"{url}/nothing-here.tar.gz", "refused": refused,
-             "not an archive": f"{url}/page.html", "truncated": f"{url}/half.tar.gz"}[bad]
+    if bad == "an empty stand-in":
+        pack(source, folder / "stand-in.tar.gz", replace={"en-10k/qa3_three-supporting-facts_train.txt": b""})
+    first = {"missing": f"{url}/nothing-here.tar.gz", "refused": refused, "not an archive": f"{url}/page.html",
+             "truncated": f"{url}/half.tar.gz", "an empty stand-in": f"{url}/stand-in.tar.gz"}[bad]
     assert download("--url", first, "--url", f"{url}/{official.ARCHIVE}") == 0
     assert f"downloaded {url}/{official.ARCHIVE}" in capsys.readouterr().out
     assert same_as(source / RELEASE, home / RELEASE)
@@ -200,6 +211,8 @@ def test_no_good_mirror_is_one_line_naming_each(source, served, refused, home, c
     assert (f"{url}/page.html: expected a tar archive (gzip, bzip2, xz or plain), found a file that is not one "
             "(it begins b'<html>a login page</html>')") in err
     assert "--from FILE" in err
+    for failed in (f"{url}/nothing-here.tar.gz", refused, f"{url}/page.html"):  # each named once, not twice
+        assert err.count(failed) == 1, err
     assert leftovers(home) == [] and not (home / RELEASE).exists()
 
 
@@ -226,10 +239,93 @@ def test_altered_or_missing_file_is_refused(source, tmp_path, home, capsys):
     assert f"{RELEASE}/{rel} differs from the official file (SHA-256 " in one_line_error(capsys)
     assert leftovers(home) == [] and not (home / RELEASE).exists()
 
-    rel = "hn-10k/qa3_three-supporting-facts_train.txt"  # a set checked by name only
+    rel = "hn-10k/qa3_three-supporting-facts_train.txt"  # a set without known hashes
     assert download("--from", str(pack(source, tmp_path / "m.tar.gz", skip=rel))) == 2
     assert f"found 1 of its 360 files missing (first: {RELEASE}/{rel})" in one_line_error(capsys)
     assert leftovers(home) == [] and not (home / RELEASE).exists()
+
+
+def other_task(rel: str) -> str:
+    """The file of the same set and split of a task whose questions cite another number of facts."""
+    task = 3 if official.SUPPORTING.get(task_of(rel)) != 3 else 1
+    folder, split = rel.split("/")[0], rel.rsplit("_", 1)[1]
+    return next(f for f in official.expected_files()
+                if f.startswith(f"{folder}/") and task_of(f) == task and f.endswith(f"_{split}"))
+
+
+def test_every_file_emptied_or_altered_is_refused_by_name(source, manifest):
+    # Each of the 360 files in turn, in memory, through the check the unpacking runs on every member:
+    # the test release passes; emptied, cut inside its question, not UTF-8, or holding another task's
+    # stories, it is refused with a line that names it. The hashed files of en/ and en-valid/ by their
+    # hash; every other file by what the strict reader finds.
+    files = {rel: (source / RELEASE / rel).read_bytes() for rel in official.expected_files()}
+    for rel, good in files.items():
+        assert official.check_file(rel, good, manifest) is None, rel
+        altered = {"emptied": b"", "blank": b"\n\n", "cut": good[:good.rindex(b"\t")],
+                   "not UTF-8": good.replace(b"Mary", b"M\xe4ry", 1)}
+        if official.SUPPORTING.get(task_of(rel)):  # counting and lists cite any number of facts
+            altered["another task's stories"] = files[other_task(rel)]
+        for how, data in altered.items():
+            problem = official.check_file(rel, data, manifest)
+            assert problem is not None and problem.startswith(f"{RELEASE}/{rel}"), (rel, how, problem)
+            assert "\n" not in problem
+            if rel not in manifest:
+                assert (how in ("emptied", "blank")) == ("found an empty file" in problem or "blank space" in problem)
+                assert (how == "cut") == ("found 2 field(s)" in problem), problem
+                assert (how == "not UTF-8") == ("expected UTF-8 text" in problem), problem
+                assert (how == "another task's stories") == (f"expected task {task_of(rel)} (" in problem), problem
+
+
+def test_an_archive_of_bad_files_names_the_first_and_counts_them_all(source, tmp_path, home, capsys):
+    archive = pack(source, tmp_path / "empty.tar", mode="w", replace=dict.fromkeys(official.expected_files(), b""))
+    assert download("--from", str(archive)) == 2
+    err = one_line_error(capsys)  # every member was checked, not only the first bad one
+    assert f"{archive}: {RELEASE}/{official.expected_files()[0]} differs from the official file" in err
+    assert err.endswith("(and 359 more bad files)\n"), err
+    assert leftovers(home) == [] and not (home / RELEASE).exists()
+
+
+@pytest.mark.parametrize("rel, bad, message", [
+    ("en-10k/qa3_three-supporting-facts_train.txt", lambda files: b"",
+     "en-10k/qa3_three-supporting-facts_train.txt: expected bAbI stories, found an empty file"),
+    ("hn/qa3_three-supporting-facts_train.txt", lambda files: files["hn/qa1_single-supporting-fact_train.txt"],
+     "hn/qa3_three-supporting-facts_train.txt: expected task 3 (three-supporting-facts), whose questions cite "
+     "3 supporting facts each, found questions citing mostly 1"),
+    ("shuffled/qa5_three-arg-relations_test.txt", lambda files: files["shuffled/qa5_three-arg-relations_train.txt"],
+     "shuffled/qa5_three-arg-relations_test.txt: expected stories of its own, found the same bytes as "
+     f"{RELEASE}/shuffled/qa5_three-arg-relations_train.txt"),
+    ("en-valid-10k/qa2_valid.txt", lambda files: files["en-valid-10k/qa2_valid.txt"].replace(b"\t", b" "),
+     "en-valid-10k/qa2_valid.txt:3: a question line's fields are separated by tabs; found spaces"),
+    ("hn-10k/qa20_agents-motivations_test.txt", lambda files: b"\x1f\x8b\x08\x00 compressed bytes",
+     "hn-10k/qa20_agents-motivations_test.txt:1: expected UTF-8 text, found byte 0x8b"),
+], ids=["empty stand-in", "another task", "a copy of the train split", "spaces for tabs", "not text"])
+def test_a_bad_file_is_refused_naming_it_and_what_is_wrong(rel, bad, message, source, tmp_path, home, capsys):
+    files = {f: (source / RELEASE / f).read_bytes() for f in official.expected_files()}
+    archive = pack(source, tmp_path / "bad.tar.gz", replace={rel: bad(files)})
+    assert download("--from", str(archive)) == 2
+    err = one_line_error(capsys)
+    assert err.startswith(f"memnet data: error: {archive}: {RELEASE}/{message}"), err
+    assert leftovers(home) == [] and not (home / RELEASE).exists()
+
+
+def test_a_member_larger_than_any_file_of_the_release_is_refused_unread(source, tmp_path, home, capsys, monkeypatch):
+    monkeypatch.setattr(official, "MAX_FILE", 1 << 20)
+    rel = "hn-10k/qa1_single-supporting-fact_train.txt"
+    archive = pack(source, tmp_path / "big.tar.gz", replace={rel: b"1 Mary is here.\n" * 70_000})
+    assert download("--from", str(archive)) == 2
+    assert f"member {RELEASE}/{rel} holds 1120000 bytes, expected a file of the release (each under 1 MB)" in \
+        one_line_error(capsys)
+    assert leftovers(home) == [] and not (home / RELEASE).exists()
+
+
+def test_file_names_carry_the_tasks_of_the_manifest():
+    # the task number in each expected file's name is one of the manifest's tasks, with its name
+    slugs = {task_of(f): f.split("/")[1].split("_")[1] for f in SHA256 if f.startswith("en/")}
+    assert slugs == official.TASK_NAMES
+    for rel in official.expected_files():
+        assert task_of(rel) in slugs
+        assert rel.split("/")[0].startswith("en-valid") or f"qa{task_of(rel)}_{slugs[task_of(rel)]}_" in rel
+    assert sorted([*official.SUPPORTING, 7, 8]) == sorted(slugs)
 
 
 def test_a_repack_of_the_same_files_passes(source, tmp_path, home, capsys):
@@ -301,6 +397,11 @@ def test_an_existing_copy_stays_without_force(source, served, home, capsys):
     out = capsys.readouterr().out
     assert f"{home / RELEASE}: already downloaded" in out and "--force downloads it again" in out
     assert mine.exists() and len(requested) == 1  # not fetched again
+    archive = pack(source, home.parent / "mine.tar.gz")
+    assert download("--from", str(archive)) == 0  # the way out names what the user did: --from
+    out = capsys.readouterr().out
+    assert out.endswith(f"already downloaded ({', '.join(official.SETS)}); --from {archive} --force replaces it\n")
+    assert mine.exists()
     assert download("--url", f"{url}/{official.ARCHIVE}", "--force") == 0
     assert not mine.exists() and len(requested) == 2 and same_as(source / RELEASE, home / RELEASE)
     assert leftovers(home) == []
@@ -308,7 +409,11 @@ def test_an_existing_copy_stays_without_force(source, served, home, capsys):
     (home / RELEASE / "hn" / "qa5_three-arg-relations_test.txt").unlink()  # a damaged copy
     assert download("--url", f"{url}/{official.ARCHIVE}") == 2
     err = one_line_error(capsys)
-    assert "found 1 of 360 files missing (first: hn/qa5_three-arg-relations_test.txt); --force replaces it" in err
+    assert "found 1 of 360 files missing or empty (first: hn/qa5_three-arg-relations_test.txt); --force replaces it" in err
+    assert download("--url", f"{url}/{official.ARCHIVE}", "--force") == 0
+    (home / RELEASE / "en-10k" / "qa3_three-supporting-facts_train.txt").write_bytes(b"")  # an old memnet's stand-in
+    assert download("--url", f"{url}/{official.ARCHIVE}") == 2
+    assert "1 of 360 files missing or empty (first: en-10k/qa3_three-supporting-facts_train.txt)" in one_line_error(capsys)
 
 
 def test_force_with_a_bad_archive_keeps_the_old_copy(source, tmp_path, home, capsys):
@@ -320,7 +425,7 @@ def test_force_with_a_bad_archive_keeps_the_old_copy(source, tmp_path, home, cap
 
 
 def test_an_interrupt_leaves_nothing(source, tmp_path, home, monkeypatch):
-    real, calls = official._copy, []
+    real, calls = official._write, []
 
     def interrupted(*args):
         calls.append(1)
@@ -328,7 +433,7 @@ def test_an_interrupt_leaves_nothing(source, tmp_path, home, monkeypatch):
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(official, "_copy", interrupted)
+    monkeypatch.setattr(official, "_write", interrupted)
     assert download("--from", str(pack(source, tmp_path / "good.tar.gz"))) == 130
     assert len(calls) == 50 and leftovers(home) == [] and not (home / RELEASE).exists()
 
@@ -418,3 +523,17 @@ def test_the_official_files_pass_the_shipped_manifest(babi_dir, source, tmp_path
         shutil.copytree(babi_dir / name, mixed / RELEASE / name)
     assert official.download(archive=pack(mixed, tmp_path / "real.tar.gz"), progress=False) == home / RELEASE
     assert (home / RELEASE / "en-valid" / "qa16_valid.txt").read_bytes() == (babi_dir / "en-valid" / "qa16_valid.txt").read_bytes()
+
+
+def test_the_official_files_pass_the_content_check(babi_dir):
+    # what the other sets are held to, held to the files we know: each official file of en/ and
+    # en-valid/ passes as if its hash were unknown, and every one of its questions cites as many
+    # supporting facts as SUPPORTING says (not only most of them)
+    from memnet.babi import parse_bytes
+
+    for rel in official.expected_files():
+        if rel.split("/")[0] in ("en", "en-valid"):
+            data = (babi_dir / rel).read_bytes()
+            assert official.check_file(rel, data, manifest={}) is None, rel
+            cited = {len(q.support) for story in parse_bytes(data) for q in story.questions}
+            assert cited == {official.SUPPORTING[task_of(rel)]} if task_of(rel) in official.SUPPORTING else cited, rel

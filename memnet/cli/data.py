@@ -61,8 +61,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = actions.add_parser(
         "download", help=f"fetch, check and unpack {official.ARCHIVE}",
         description=f"Fetch {official.ARCHIVE} (about 11.7 MB) from the first mirror that serves a good copy, "
-                    "check what it unpacks by content (every expected file; the SHA-256 of each file of en/ and "
-                    f"en-valid/) and unpack it into DIR/{official.RELEASE}/: {', '.join(official.SETS)}. "
+                    "check every file before anything is written (the SHA-256 of each file of en/ and en-valid/; "
+                    "the other sets' files read as bAbI stories of the task their names give) and unpack "
+                    f"it into DIR/{official.RELEASE}/: {', '.join(official.SETS)}. "
                     "Afterwards --data takes a set's name (memnet train --data en-valid --task 1).")
     p.add_argument("--dir", help=f"folder to unpack into (default: $MEMNET_DATA, else ~/.cache/memnet; now "
                                  f"{official.data_home()}); set names find the copy only there")
