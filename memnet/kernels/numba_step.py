@@ -24,6 +24,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
              np.empty_like(params[8]), np.empty((K, n_answers, d), np.float32), np.empty_like(params[9]),
              np.empty_like(params[10]), np.empty_like(params[11]), np.empty_like(params[12]))
     work = _workspace(M1, emb.shape[1], K, d, n_answers, params, flags)
+    e = ((np.arange(emb.shape[1]) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
     total = 0.0
     N = order.shape[0]
     for start in range(0, N, batch_size):
@@ -31,7 +32,7 @@ def _seed_epoch(params, answer_bag, data, order, ages, batch_size, flags, hyper,
         _answer_rows(work[0], emb, answer_bag)
         aged = 0  # rows of g_temporal this step touches: T(age) for the ages < aged
         for b in range(start, min(start + batch_size, N)):
-            loss, touched = _question_step(params, grads, work, data, order[b], ages[b], flags, hyper, K, d)
+            loss, touched = _question_step(params, grads, work, e, data, order[b], ages[b], flags, hyper, K, d)
             total += loss
             aged = max(aged, touched)
         _sgd(params, grads, answer_bag, aged, lr, max_norm)
@@ -81,7 +82,7 @@ def _workspace(M1, Td, K, d, n_answers, params, flags):
 
 
 @numba.njit(**JIT, inline="always")
-def _question_step(params, grads, work, data, q, ages, flags, hyper, K, d):
+def _question_step(params, grads, work, e, data, q, ages, flags, hyper, K, d):
     """Question q's loss and its gradient added into grads; returns (loss, rows of T(i) touched)."""
     emb, temporal, halt_w, halt_b, H, log_penalty, U, U_b, V, rel, relq, own_b, mix = params
     g_emb, g_temporal, g_halt_w, g_halt_b, g_H, g_log_penalty, g_U, g_U_b, g_V, g_W, g_rel, g_relq, g_own_b, g_mix = grads
@@ -91,8 +92,7 @@ def _question_step(params, grads, work, data, q, ages, flags, hyper, K, d):
     words, coef, n_words, length, answer, support, n_support = data
     linear, layerwise, masking, soft, null, readout, asked, stopping, right, last, offset, stick, mixed = flags
     lr, halt_cost, supervision, max_norm, early, threshold, early_hop1 = hyper
-    Td, hidden = emb.shape[1], V.shape[0]
-    e = ((np.arange(Td) % d + 1) / d).astype(np.float32)  # e_k = k/d, for each table's column k
+    hidden = V.shape[0]
     B, g_B = (own_b, g_own_b) if offset else (emb, g_emb)  # the question's table: its first d columns
     penalty = np.exp(log_penalty[0])  # soft masking's e^x
     first = 0 if stopping else K - 1  # the hops the answer may come from: all with the stopping rule, else the last
