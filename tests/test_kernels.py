@@ -1,5 +1,8 @@
 """Every kernel against the reference model, on the settings its declaration covers (the
 tests are generated from the declaration), and the trainer's choice between them."""
+import subprocess
+import sys
+
 import pytest
 import torch
 
@@ -361,3 +364,16 @@ def test_the_presets_train_on_the_kernel(preset):
     # from COVERS and LOOP would send every run to the reference model, some 20x slower)
     kernel, why = kernels.choose(config.load(config.find_preset(preset)))
     assert kernel is numba_memn2n, why
+
+
+def test_warming_up_loads_both_compiled_loops_for_later_runs():
+    """`python -m memnet.kernels` (scripts/setup) compiles or loads the training and the
+    answering loop in a fresh process: what the first `memnet train` would otherwise compile."""
+    check = ("from memnet.kernels.__main__ import warm\n"
+             "from memnet.kernels.numba_step import _seed_epoch\n"
+             "from memnet.kernels.numba_forward import _seed_predict\n"
+             "assert not _seed_epoch.signatures and not _seed_predict.signatures\n"
+             "warm()\n"
+             "print(len(_seed_epoch.signatures), len(_seed_predict.signatures))\n")
+    out = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=600, check=True)
+    assert out.stdout.split() == ["1", "1"]
