@@ -1,4 +1,5 @@
-"""Inspection subcommands: inspect (attention tables), report (an HTML page), ask (interactive)."""
+"""Inspection subcommands: inspect (attention tables), report (an HTML page), ask (interactive),
+serve (ask from a local web page)."""
 from __future__ import annotations
 
 import argparse
@@ -72,6 +73,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
     _min_probability(p)
     p.set_defaults(func=cmd_ask)
+
+    p = subparsers.add_parser(
+        "serve", help="ask in a local web page: answers and attention heat maps",
+        description="Serve a page on 127.0.0.1 (this machine only; it loads nothing from elsewhere) where you type "
+                    "a story, one sentence per line, and a question: it shows the answer, or 'cannot answer' and why "
+                    "by the rules of `memnet ask`, and each hop's attention as a heat map. Ctrl-C stops it.")
+    p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
+    p.add_argument("--port", type=integer(0, 65535), default=8000,
+                   help="port to listen on at 127.0.0.1 (default: 8000); 0 picks a free one")
+    _min_probability(p)
+    p.set_defaults(func=cmd_serve)
 
 
 def _min_probability(p: argparse.ArgumentParser, when: str = "") -> None:
@@ -202,3 +214,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
     ask.session(model, vocab, cfg, sys.stdin, sys.stdout, fmt=args.format, color=color,
                 prompt=sys.stdin.isatty(), min_probability=args.min_probability)
     return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from memnet import api, serve
+
+    return serve.serve(api.load(args.checkpoint), args.port, args.min_probability)
