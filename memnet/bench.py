@@ -13,6 +13,13 @@ older docs are sets 0, 1, 2, ...). Each finished job appends one line to OUT/rec
 preset_hash is the sha256 of the preset's checked config (canonical JSON) less what a job sets
 (data.dir, data.task, train.seed) and train.threads; OUT/presets/NAME-HASH.yaml holds that config.
 A job whose record is there is not run again, so a stopped bench resumes where it stopped.
+
+What trained a job is in its record too (memnet.train_on): "train_data": "official" (the --data
+set's train and valid files), or "generated" with the count, seed and generator hash of the
+generated stories it trained on (tested on --data's test file all the same). Records of another
+training source are other jobs, and tables keep them apart. Every record also says how much of
+the test the training vocabulary never covered (test_unseen_answer, test_unseen_word,
+unseen_words; memnet.train_on.unseen).
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import json
 import multiprocessing
 import os
 import subprocess
+import tempfile
 import textwrap
 import time
 from collections import Counter
@@ -31,7 +39,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
-from memnet import config
+from memnet import babi, config, train_on
 from memnet.config import find_preset
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed
@@ -98,14 +106,15 @@ class Job:
     task: int
     set: int
     data: str  # the data folder, absolute
+    training: train_on.TrainOn = train_on.TrainOn()  # the official files, or generated stories
 
     @property
-    def key(self) -> tuple[str, str, int, int]:
-        return self.preset.name, Path(self.data).name, self.task, self.set
+    def key(self) -> tuple[str, str, int, int, str]:
+        return self.preset.name, Path(self.data).name, self.task, self.set, self.training.label
 
 
-def key(record: dict[str, Any]) -> tuple[str, str, int, int]:
-    return record["preset"], record.get("data", ""), record["task"], record["set"]
+def key(record: dict[str, Any]) -> tuple[str, str, int, int, str]:
+    return record["preset"], record.get("data", ""), record["task"], record["set"], train_on.label(record)
 
 
 def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
@@ -113,14 +122,17 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
     from memnet.trainer import train  # torch loads in the process that trains
 
     began = time.perf_counter()
-    values = config.merge(job.preset.values, {"data.dir": job.data, "data.task": str(job.task),
-                                              "train.seed": SEED_STEP * job.set})
-    cfg = config.from_dict(values)
-    result = train(cfg, None, progress=False, log=False)
-    if result["interrupted"]:
-        raise KeyboardInterrupt
-    if "test" not in result:
-        raise MemnetError(f"{job.data}: no test questions for task {job.task}")
+    with tempfile.TemporaryDirectory(prefix="memnet-bench-") as tmp:  # generated stories live only for the run
+        folder, source = train_on.folder(job.training, job.data, job.task, SEED_STEP * job.set, Path(tmp))
+        values = config.merge(job.preset.values, {"data.dir": folder, "data.task": str(job.task),
+                                                  "train.seed": SEED_STEP * job.set})
+        cfg = config.from_dict(values)
+        result = train(cfg, None, progress=False, log=False)
+        if result["interrupted"]:
+            raise KeyboardInterrupt
+        if "test" not in result:
+            raise MemnetError(f"{job.data}: no test questions for task {job.task}")
+        unseen = train_on.unseen(result["vocab"], babi.samples(babi.load_split(folder, job.task, "test")))
     test, valid = result["test"]["tasks"][str(job.task)], result["valid"]["tasks"][str(job.task)]
     match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)
     return {"preset": job.preset.name, "preset_hash": job.preset.hash, "commit": code[0], "dirty": code[1],
@@ -128,7 +140,7 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
             "restarts": cfg.train.restarts, "valid_error": round(valid["error"], 6), "test_error": round(test["error"], 6),
             "failed": is_failed(test["error"]), "mean_hops": test["mean_hops"],
             "hops_match_facts": match / test["n"] if test["n"] else None, "hop_accuracy": test["hop_accuracy"],
-            "test_questions": test["n"], "seconds": round(time.perf_counter() - began, 1)}
+            "test_questions": test["n"], **source, **unseen, "seconds": round(time.perf_counter() - began, 1)}
 
 
 def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None]) -> Iterator[dict[str, Any]]:
@@ -148,16 +160,20 @@ def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None
 
 def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str | Path, out: str | Path,
         processes: int = 1, say: Callable[[str], None] = print,
-        submitit: tuple[str, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+        submitit: tuple[str, dict[str, Any]] | None = None,
+        training: train_on.TrainOn = train_on.TrainOn()) -> list[dict[str, Any]]:
     """Train every (preset, task, set) not yet recorded in OUT/records.jsonl, appending each
     record as its job finishes; returns the records of these jobs, in that order of keys.
     submitit: (cluster, parameters) to run the jobs through submitit (memnet.cluster) instead
-    of `processes` local processes; its files go to OUT/submitit."""
+    of `processes` local processes; its files go to OUT/submitit. training: what trains each job
+    (memnet.train_on; the test is --data's test file either way)."""
     out, data = Path(out), str(Path(data).resolve())
     out.mkdir(parents=True, exist_ok=True)
     path = out / RECORDS
     done = {key(r): r for r in read_records(path, repair=say)} if path.exists() else {}
-    jobs = [Job(p, t, k, data) for p in presets for t in tasks for k in sets]
+    jobs = [Job(p, t, k, data, training) for p in presets for t in tasks for k in sets]
+    for t in tasks if training.generated else []:  # a missing test file stops the bench before any job trains
+        train_on.test_file(data, t)
     for p in presets:
         older = {r["preset_hash"] for k, r in done.items() if k[0] == p.name}
         if older - {p.hash}:
@@ -174,7 +190,8 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         from memnet import cluster
         how = f"through submitit ({submitit[0]})"
         finished = cluster.records(todo, run_job, code, out / "submitit", *submitit) if todo else iter(())
-    say(f"{len(jobs)} jobs: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
+    trained = f", trained on {training.questions} generated questions per task" if training.generated else ""
+    say(f"{len(jobs)} jobs{trained}: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
     for i, record in enumerate(finished, 1):
         append(path, record)
         done[key(record)] = record
@@ -262,6 +279,10 @@ def choose_on_valid(records: list[dict[str, Any]], candidates: dict[int | str, l
     listed of equals), with `chosen_from` naming it. Test error plays no part: only valid_error
     is read. A (task, set) some candidate has no record of is left out; so is a task the file
     gives no candidates (and no default)."""
+    sources = sorted({train_on.label(r) for r in records})
+    if len(sources) > 1:  # valid errors on different valid splits do not compare
+        raise MemnetError(f"--choose-on-valid: the records were trained on {len(sources)} sources "
+                          f"({', '.join(sources)}); choose among records of one")
     by = {(r["preset"], r["task"], r["set"]): r for r in records}
     hashes: dict[str, set[str]] = {}
     for r in records:
@@ -297,6 +318,9 @@ class Row:
     hops_match_facts: float | None  # share of test questions that took as many hops as they have facts
     hop_accuracy: list[float | None]  # per hop, mean over sets
     chosen: Counter = field(default_factory=Counter)  # with a choice on valid: the presets chosen, and how often
+    unseen_answer: float | None = None  # share of test questions whose answer training never gave, mean over sets
+    unseen_word: float | None = None  # share with a word training never contained in what they read
+    unseen_words: list[str] = field(default_factory=list)  # test words training never contained, any set
 
 
 def mean(values: Iterable[float | None]) -> float | None:
@@ -319,7 +343,10 @@ def table(records: list[dict[str, Any]]) -> list[Row]:
                         mean(r.get("hops_match_facts") for r in mine.values()),
                         [mean(r["hop_accuracy"][h] for r in mine.values() if h < len(r["hop_accuracy"]))
                          for h in range(hops)],
-                        Counter(r["chosen_from"] for r in mine.values() if "chosen_from" in r)))
+                        Counter(r["chosen_from"] for r in mine.values() if "chosen_from" in r),
+                        mean(r.get("test_unseen_answer") for r in mine.values()),
+                        mean(r.get("test_unseen_word") for r in mine.values()),
+                        sorted({w for r in mine.values() for w in r.get("unseen_words", [])})))
     complete = sorted(set.intersection(*(set(row.test) for row in rows))) if rows else []
     hops = max((len(row.hop_accuracy) for row in rows), default=0)
     rows.append(Row("mean", {k: mean(row.test[k] for row in rows) for k in complete},
@@ -327,7 +354,8 @@ def table(records: list[dict[str, Any]]) -> list[Row]:
                     {k: sum(row.failed[k] for row in rows) for k in complete},
                     mean(row.mean_hops for row in rows), mean(row.hops_match_facts for row in rows),
                     [mean(row.hop_accuracy[h] for row in rows if h < len(row.hop_accuracy)) for h in range(hops)],
-                    sum((row.chosen for row in rows), Counter())))
+                    sum((row.chosen for row in rows), Counter()),
+                    mean(row.unseen_answer for row in rows), mean(row.unseen_word for row in rows)))
     return rows
 
 
@@ -339,12 +367,20 @@ def title(records: list[dict[str, Any]], candidates: int = 0) -> str:
     what = (f"a per-task choice on valid among {candidates} candidates ({', '.join(names)})" if candidates
             else " and ".join(names))
     data = ", ".join(sorted({r.get("data", "?") for r in records}))
-    return (f"{what} on {data}: error (%) per task over {len(sets)} seed set{'s' * (len(sets) != 1)} "
-            f"(train.seed {seeds}), mean and range (min-max) over the sets")
+    over = (f"error (%) per task over {len(sets)} seed set{'s' * (len(sets) != 1)} (train.seed {seeds}), "
+            f"mean and range (min-max) over the sets")
+    generated = list(dict.fromkeys(train_on.label(r) for r in records if train_on.label(r) != "official"))
+    if not generated:
+        return f"{what} on {data}: {over}"
+    made = "; ".join(f"{n} generated questions per task, valid {max(1, int(n) // 10)} generated, generator {h}"
+                     for n, h in (g.split(":")[1:] for g in generated))
+    return (f"{what} trained on generated stories, tested on official test ({data}): {over}; trained on "
+            f"{made} (seed = train.seed); the valid column is the generated valid split")
 
 
-def cells(row: Row, choice: bool) -> list[str]:
-    """A row's columns: test and valid error (mean, range), failed, hops, hops = facts, hop accuracy."""
+def cells(row: Row, choice: bool, unseen: bool = False) -> list[str]:
+    """A row's columns: test and valid error (mean, range), failed, hops, hops = facts, hop accuracy,
+    with `unseen` the shares of test questions that training's vocabulary did not cover."""
     def spread(values: dict[int, float]) -> list[str]:
         if not values:
             return ["-", "-"]
@@ -358,6 +394,8 @@ def cells(row: Row, choice: bool) -> list[str]:
     hop_acc = "/".join("-" if a is None else f"{100 * a:.0f}" for a in row.hop_accuracy)
     match = "-" if row.hops_match_facts is None else f"{100 * row.hops_match_facts:.1f}"
     out = [row.task, *spread(row.test), *spread(row.valid), failed_text, f"{row.mean_hops:.2f}", match, hop_acc]
+    if unseen:
+        out += ["-" if v is None else f"{100 * v:.1f}" for v in (row.unseen_answer, row.unseen_word)]
     if choice:
         out.append(", ".join(f"{n} {c}" for n, c in row.chosen.most_common()))
     return out
@@ -367,37 +405,52 @@ HEADER = ["task", "test", "range", "valid", "range", "failed", "hops", "hops=fac
 NOTE = ("failed: a task's sets above 5% test error; in the mean row, failed tasks per set. hops: mean hops used "
         "on test; hops=facts: % of test questions answered after as many hops as they have supporting facts; "
         "hop accuracy: % per hop attending that step's supporting fact")
+UNSEEN = ("unseen answer: % of test questions whose answer training never gave (no model trained on it can give "
+          "it); unseen word: % whose question or supporting facts hold a word training never contained (read as "
+          "<unk>); means over the sets")
+
+
+def layout(rows: list[Row]) -> tuple[list[str], bool, bool, str]:
+    """The header, whether there is a chosen column and unseen columns, and the note below."""
+    choice, unseen = any(row.chosen for row in rows), any(row.unseen_answer is not None for row in rows)
+    note = NOTE
+    if unseen:
+        words = "; ".join(f"qa{row.task}: {' '.join(row.unseen_words)}" for row in rows if row.unseen_words)
+        note += f". {UNSEEN}. Test words training never contained: {words or 'none'}"
+    head = HEADER + (["unseen answer", "unseen word"] if unseen else []) + (["chosen"] if choice else [])
+    return head, choice, unseen, note
 
 
 def text(title_line: str, rows: list[Row]) -> str:
     """The table in aligned columns for a terminal."""
-    choice = any(row.chosen for row in rows)
-    body = [HEADER + (["chosen"] if choice else [])] + [cells(row, choice) for row in rows]
-    widths = [max(len(line[i]) for line in body) for i in range(len(body[0]))]
-    lines = ["  ".join(c.rjust(w) if i < len(HEADER) else c for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+    head, choice, unseen, note = layout(rows)
+    body = [head] + [cells(row, choice, unseen) for row in rows]
+    widths = [max(len(line[i]) for line in body) for i in range(len(head))]
+    figures = len(head) - choice  # the chosen column's names read left-aligned
+    lines = ["  ".join(c.rjust(w) if i < figures else c for i, (c, w) in enumerate(zip(line, widths))).rstrip()
              for line in body]
-    return "\n".join([title_line, *lines, *textwrap.wrap(NOTE, 100)])
+    return "\n".join([title_line, *lines, *textwrap.wrap(note, 100)])
 
 
 def markdown(title_line: str, rows: list[Row]) -> str:
     """The table in markdown, for docs: the title in bold above it, the note below."""
-    choice = any(row.chosen for row in rows)
-    head = HEADER + (["chosen"] if choice else [])
+    head, choice, unseen, note = layout(rows)
     lines = [f"**{title_line}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in rows:
-        c = cells(row, choice)
+        c = cells(row, choice, unseen)
         if row.task == "mean":
             c = [f"**{x}**" if x else x for x in c]
         lines.append("| " + " | ".join(c) + " |")
-    return "\n".join([*lines, "", NOTE])
+    return "\n".join([*lines, "", note])
 
 
 def columns(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """The records per (preset, config), in order of first appearance: one table each."""
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    """The records per (preset, config, training source), in order of first appearance: one table
+    each, so official and generated training (or two generators) never share a mean."""
+    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in records:
-        groups.setdefault((r["preset"], r["preset_hash"]), []).append(r)
-    for (name, _), group in groups.items():
+        groups.setdefault((r["preset"], r["preset_hash"], train_on.label(r)), []).append(r)
+    for (name, _, _), group in groups.items():
         data = {r.get("data") for r in group}
         if len(data) > 1:
             raise MemnetError(f"the records of preset {name} come from {len(data)} data sets: "

@@ -1,6 +1,8 @@
 """`memnet bench` end to end on tiny generated data (qa1 and qa2, two seed sets, 2 epochs), its
-resume, its processes, its table from records, and the choice on valid (memnet.bench)."""
+resume, its processes, its table from records, the choice on valid, and training on generated
+stories with --train-on (memnet.bench, memnet.train_on)."""
 import contextlib
+import hashlib
 import io
 import json
 import re
@@ -8,8 +10,9 @@ import shutil
 
 import pytest
 
-from memnet import bench, generator
+from memnet import babi, bench, generator, train_on
 from memnet.cli import main
+from memnet.data import Vocab
 
 TINY = ["--set", "train.epochs=2", "--set", "train.linear_start_epochs=0", "--set", "train.restarts=1",
         "--set", "model.dim=8"]
@@ -124,7 +127,7 @@ def test_resume_after_an_interrupt(data, tmp_path, monkeypatch, capsys):
     stdout = capsys.readouterr().out
     assert "torn last line" in stdout and "4 jobs: 2 recorded" in stdout and "[2/2]" in stdout
     rs = records(out)
-    assert [(r["task"], r["set"]) for r in rs[:2]] == [k[2:] for k in calls[:2]]
+    assert [(r["task"], r["set"]) for r in rs[:2]] == [k[2:4] for k in calls[:2]]
     assert sorted((r["task"], r["set"]) for r in rs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
 
 
@@ -292,3 +295,113 @@ def test_the_commit_is_none_outside_a_checkout(tmp_path, monkeypatch):
     assert head is None or re.fullmatch(r"[0-9a-f]{40}", head)
     monkeypatch.setattr(bench, "ROOT", tmp_path)  # an installed copy: no repository of its own
     assert bench.commit() == (None, None)
+
+
+# ---------------------------------------------------------------------------- --train-on generated
+
+
+@pytest.fixture(scope="module")
+def test_only(data, tmp_path_factory):
+    """The tiny data's test files beside train and valid files no reader accepts: a generated
+    bench that read them would fail."""
+    folder = tmp_path_factory.mktemp("test_only")
+    for task in (1, 2):
+        name = babi.task_filename(task, "test")
+        shutil.copyfile(data / name, folder / name)
+        for split in ("train", "valid"):
+            (folder / babi.task_filename(task, split)).write_text("not a bAbI file\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def generated(test_only, tmp_path_factory):
+    """A bench trained on 100 generated questions per task: {out, stdout}."""
+    out = tmp_path_factory.mktemp("bench_generated") / "out"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(bench_args(test_only, out, "--train-on", "generated:100")) == 0
+    return {"out": out, "stdout": stdout.getvalue()}
+
+
+def test_generated_training_never_reads_the_official_train_or_valid(generated, test_only, tmp_path, capsys):
+    assert main(bench_args(test_only, tmp_path / "out")) == 2  # official training reads them, and fails
+    assert "_train.txt" in capsys.readouterr().err
+    rs = records(generated["out"])
+    assert sorted((r["task"], r["set"]) for r in rs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    for r in rs:
+        assert r["train_data"] == "generated" and (r["train_questions"], r["valid_questions"]) == (100, 10)
+        assert r["generator_seed"] == r["seed"] == 100 * r["set"] and r["test_questions"] == 50
+        assert r["generator_hash"] == train_on.generator_hash()
+
+
+def test_generated_data_is_a_function_of_task_count_and_set(generated, tmp_path):
+    for r in records(generated["out"]):
+        folder = tmp_path / f"{r['task']}-{r['set']}"
+        folder.mkdir()
+        paths = generator.write_dataset(folder, r["task"], train=100, test=0, seed=100 * r["set"], valid=10)
+        assert r["generated_sha256"] == hashlib.sha256(b"".join(p.read_bytes() for p in paths)).hexdigest()
+    assert len({r["generated_sha256"] for r in records(generated["out"])}) == 4
+
+
+def test_a_generated_table_says_so_and_sits_apart_from_the_official_one(generated, serial, tmp_path, capsys):
+    assert "trained on 100 generated questions per task" in generated["stdout"]
+    path = tmp_path / "records.jsonl"
+    path.write_text((serial["out"] / "records.jsonl").read_text() + (generated["out"] / "records.jsonl").read_text())
+    assert main(["bench", "--table", str(path)]) == 0
+    official, mine = capsys.readouterr().out.split("\n\n")
+    assert official.startswith("default (") and "generated" not in official.splitlines()[0]
+    assert "trained on generated stories, tested on official test (test_only" in mine.splitlines()[0]
+    assert "100 generated questions per task, valid 10 generated" in mine.splitlines()[0]
+    assert "unseen answer  unseen word" in mine and "Test words training never contained" in mine
+    for task in (1, 2):  # each table's figures are its own records' alone
+        errors = [100 * r["test_error"] for r in records(generated["out"]) if r["task"] == task]
+        row = next(line.split() for line in mine.splitlines() if line.split()[:1] == [str(task)])
+        assert float(row[1]) == pytest.approx(sum(errors) / 2, abs=0.005)
+
+
+def test_a_generated_bench_resumes_and_another_count_is_another_job(generated, test_only, tmp_path, capsys):
+    out = tmp_path / "out"
+    shutil.copytree(generated["out"], out)
+    assert main(bench_args(test_only, out, "--train-on", "generated:100")) == 0
+    assert "4 jobs, trained on 100 generated questions per task: 4 recorded" in capsys.readouterr().out
+    assert main(bench_args(test_only, out, "--train-on", "generated:50", "--tasks", "1", "--sets", "1")) == 0
+    assert "1 jobs, trained on 50 generated questions per task: 0 recorded" in capsys.readouterr().out
+    assert [r["train_questions"] for r in records(out)] == [100] * 4 + [50]
+
+
+def test_records_of_two_generators_or_sources_never_share_a_table(tmp_path):
+    gen = {"train_data": "generated", "train_questions": 1000}
+    rs = [record("a", 1, 0, 0.1, 0.1), record("a", 1, 0, 0.2, 0.2, **gen, generator_hash="1" * 64),
+          record("a", 1, 0, 0.3, 0.3, **gen, generator_hash="2" * 64), record("a", 1, 1, 0.4, 0.4, train_data="official")]
+    groups = bench.columns(rs)
+    assert [[r["valid_error"] for r in g] for g in groups] == [[0.1, 0.4], [0.2], [0.3]]
+    assert "generator 111111111111" in bench.title(groups[1]) and "generator 222222222222" in bench.title(groups[2])
+    with pytest.raises(bench.MemnetError, match="trained on 3 sources"):
+        bench.choose_on_valid(rs, {"default": ["a"]})
+
+
+def test_unseen_counts_the_test_questions_training_could_not_cover():
+    vocab = Vocab.build(babi.samples(generator.generate(1, 50, seed=0)))
+    story = babi.parse_lines(["1 Mary went to the kitchen.", "2 Yann went to the attic.", "3 Where is Mary?\tkitchen\t1",
+                              "4 Where is Yann?\tattic\t2", "5 Where is Mary?\tkitchen\t1"])
+    found = train_on.unseen(vocab, babi.samples(story))
+    assert found == {"test_unseen_answer": pytest.approx(1 / 3), "test_unseen_word": pytest.approx(1 / 3),
+                     "unseen_words": ["attic", "yann"]}
+    rows = bench.table([record("a", 1, 0, 0.1, 0.1, **found)])
+    assert rows[0].unseen_words == ["attic", "yann"] and rows[1].unseen_answer == pytest.approx(1 / 3)
+    text = bench.text(bench.title([record("a", 1, 0, 0.1, 0.1)]), rows)
+    assert re.search(r"\n\s+1\s.*\s33\.3\s+33\.3\n", text) and "never contained: qa1: attic yann" in text
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "o", "--train-on", "generated:0"], "--train-on: expected official, generated or generated:N"),
+    (["--out", "o", "--train-on", "synthetic"], "found 'synthetic'"),
+    (["--table", "r.jsonl", "--train-on", "generated"], "--train-on: --table prints a records file's table"),
+    (["--out", "o", "--train-on", "generated", "--tasks", "3"],
+     "no test file of task 3 (expected qa3_three-supporting-facts_test.txt or qa3_test.txt)"),
+])
+def test_bad_train_on_is_one_line(args, message, data, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert main(["bench", "--data", str(data), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and not (tmp_path / "o" / "records.jsonl").exists()

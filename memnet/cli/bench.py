@@ -30,6 +30,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", default="en-valid",
                    help="folder of bAbI files with train, valid and test, or an official set's name after "
                         "`memnet data download` (default: en-valid)")
+    p.add_argument("--train-on", metavar="SOURCE", dest="train_on",
+                   help="what each model trains on: official (the --data set's train and valid files; the default), "
+                        "generated (1000 questions per task of memnet's generator, 100 more as valid) or generated:N "
+                        "(N, and N/10 as valid); set k generates with seed 100 k, and the test is --data's test file "
+                        "either way")
     p.add_argument("--out", help="folder of the bench: records.jsonl, presets/ (the config behind each hash)")
     p.add_argument("--jobs", type=integer(1), default=1,
                    help="runs at once, each in its own local process with one thread (default: 1)")
@@ -67,7 +72,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
     candidates = bench.read_candidates(args.candidates) if args.candidates else None
     if args.table:
-        given = [f for f, v in (("--config", args.config), ("--out", args.out), ("--set", args.overrides)) if v]
+        given = [f for f, v in (("--config", args.config), ("--out", args.out), ("--set", args.overrides),
+                                ("--train-on", args.train_on)) if v]
         if given:
             raise MemnetError(f"{given[0]}: --table prints a records file's table and trains nothing")
         records = bench.read_records(args.table)
@@ -88,10 +94,11 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
-    from memnet import bench
+    from memnet import bench, train_on
 
     if not args.out:
         raise MemnetError("--out: required to train (or give --table RECORDS)")
+    training = train_on.parse(args.train_on or "official")
     try:
         tasks = babi.parse_tasks(args.tasks)
     except ValueError as e:
@@ -111,4 +118,4 @@ def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
     # submitit's parameters are numbers, words and lists: read as YAML scalars (600 -> 600, cpu -> 'cpu')
     cluster = {k: yaml.safe_load(v) for k, v in overrides(args.cluster, "--submitit-set", "KEY=VALUE").items()}
     return bench.run(presets, tasks, sets, data, args.out, args.jobs,
-                     submitit=(args.submitit, cluster) if args.submitit else None)
+                     submitit=(args.submitit, cluster) if args.submitit else None, training=training)
