@@ -3,6 +3,8 @@ on one epoch."""
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -46,3 +48,27 @@ def test_bench_speed_reports_each_run_and_the_spread(babi_fixtures, capsys, monk
     # the printed walls are rounded to 0.01 s and the ratio to 0.1: it lies within what they allow
     low, high = (walls[2] - 0.005) / (walls[1] + 0.005), (walls[2] + 0.005) / max(walls[1] - 0.005, 1e-9)
     assert low - 0.05 <= float(ratio.split()[4].rstrip("x")) <= high + 0.05
+
+
+def test_the_reference_copy_gets_exactly_its_two_fixes_and_six(tmp_path):
+    reference = script("reference_memn2n")
+    source = tmp_path / "repo" / "memn2n"
+    source.mkdir(parents=True)
+    (source / "data_utils.py").write_text('words = [x.strip() for x in parts if x.strip()]\n')
+    (source / "trainer.py").write_text("total = loss.data[0]\n")
+    (source / "model.py").write_text("unchanged = True\n")
+    reference.prepare(tmp_path / "repo", tmp_path / "out")
+    assert (tmp_path / "out" / "data_utils.py").read_text() == 'words = [x.strip() for x in parts if x and x.strip()]\n'
+    assert (tmp_path / "out" / "trainer.py").read_text() == "total = loss.item()\n"
+    assert (tmp_path / "out" / "model.py").read_text() == "unchanged = True\n"
+    assert "reduce" in (tmp_path / "out" / "six" / "moves.py").read_text()
+
+
+def test_the_reference_copy_refuses_another_version(tmp_path):
+    reference = script("reference_memn2n")
+    source = tmp_path / "repo" / "memn2n"
+    source.mkdir(parents=True)
+    (source / "data_utils.py").write_text("words = parts\n")
+    (source / "trainer.py").write_text("total = loss.item()\n")
+    with pytest.raises(SystemExit, match="not commit a28dd92"):
+        reference.prepare(tmp_path / "repo", tmp_path / "out")

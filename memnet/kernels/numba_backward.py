@@ -70,6 +70,8 @@ def _state_grads(W, g_W, states, probs, pi, g_state, target, first):
     if target < 0:
         return
     for r in range(first, K):
+        if pi[r] == 0.0:  # an answer the loss does not weigh: its gradients are zeros
+            continue
         state, g_state_r = states[r], g_state[r]
         for a in range(n_answers):
             g_logit = pi[r] * (probs[r, a] - np.float32(1.0 if a == target else 0.0))
@@ -105,6 +107,8 @@ def _module_backward(U, V, g_U, g_U_b, g_V, question, reads, pre, probs, pi, g_q
     if target < 0:
         return
     for r in range(first, K):
+        if pi[r] == 0.0:  # an answer the loss does not weigh: its gradients are zeros
+            continue
         g_pre[:] = 0.0
         for j in range(hidden):
             if pre[r, j] > 0.0:  # relu

@@ -180,13 +180,15 @@ def _module(U, U_b, V, question, reads, pre, extra, first):
     """The answer module: pre[k] = U^T [u^1; o^k] + b for every hop (U of 2d rows), and its
     logits extra[r] = V^T relu(pre[r]) for r >= first."""
     K, d, hidden = reads.shape[0], reads.shape[1], V.shape[0]
-    for hop in range(K):
+    pre[0] = U_b
+    for k in range(d):  # u^1's rows, the same for every hop: summed once, in the same order
+        q_k, U_q = question[k], U[k]
+        for j in range(hidden):
+            pre[0, j] += q_k * U_q[j]
+    for hop in range(1, K):
+        pre[hop] = pre[0]
+    for hop in range(K):  # then o^k's rows
         pre_hop = pre[hop]
-        pre_hop[:] = U_b
-        for k in range(d):  # u^1's rows, then o^k's
-            q_k, U_q = question[k], U[k]
-            for j in range(hidden):
-                pre_hop[j] += q_k * U_q[j]
         for k in range(d):
             o_k, U_o = reads[hop, k], U[d + k]
             for j in range(hidden):
