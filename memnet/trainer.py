@@ -33,7 +33,7 @@ from tqdm import tqdm
 from memnet import babi, checkpoint, distributed, kernels
 from memnet.config import Config, ConfigError, from_dict, grid_label
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
-from memnet.errors import MemnetError
+from memnet.errors import MemnetError, interrupted as ctrl_c
 from memnet.evaluation import accuracy, evaluate, predict
 from memnet.models import build_model, ensemble_size, restart_model
 from memnet.run import RunFolder
@@ -332,7 +332,9 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     interrupted = False
     try:
         run_epochs(loop, progress)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:
+        if not ctrl_c(e):
+            raise
         interrupted = True
         say("interrupted: evaluating the weights of now (--resume continues from the last evaluation)")
         evaluation(loop, float("nan"), *schedule(cfg, max(loop.epoch - 1, 0), linear_epochs))

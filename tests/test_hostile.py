@@ -184,6 +184,25 @@ def test_a_read_only_folder(capsys, model, tmp_path, writer):
     assert files(folder) == {name: b"previous\n"}
 
 
+def test_ctrl_c_just_after_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch):
+    # the trainer writes last.pt every evaluation: a Ctrl-C lands anywhere, here right after the
+    # temporary file exists and before its descriptor is returned (it once stayed behind)
+    from memnet import files as memnet_files
+
+    (tmp_path / "model.pt").write_bytes(b"previous\n")
+    real = os.open
+
+    def made_then_interrupted(path, flags, mode=0o777, **kwargs):
+        os.close(real(path, flags, mode, **kwargs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "open", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        memnet_files.atomic_write(tmp_path / "model.pt", b"new\n")
+    monkeypatch.undo()
+    assert files(tmp_path) == {"model.pt": b"previous\n"}
+
+
 def test_generate_replaces_a_file_only_when_complete(capsys, tmp_path):
     assert run(capsys, "generate", "--task", "1", "--train", "40", "--test", "0", "--out", tmp_path)[0] == 0
     first = files(tmp_path)

@@ -16,7 +16,7 @@ import re
 import sys
 
 from memnet import __version__, registry
-from memnet.errors import MemnetError
+from memnet.errors import MemnetError, interrupted
 
 # modules that each define register(subparsers): data (generate, show, stats, check),
 # training (train, eval), inspection (inspect, report, ask), bench
@@ -100,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
         return _fail(args.command, f"{e.filename}: {e.strerror or e}")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:  # SystemError: Ctrl-C inside a Numba function (errors.interrupted)
+        if not interrupted(e):
+            raise
         print("interrupted", file=sys.stderr)
         return 130
     try:
