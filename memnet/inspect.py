@@ -235,7 +235,7 @@ _ANSI = {"chosen": "\033[1;32m", "masked": "\033[2m", "gold": "\033[36m", "bad":
          "reset": "\033[0m"}
 
 
-def shown(table: Table, convert=safe.printable) -> Table:
+def shown(table: Table, convert=safe.shown) -> Table:
     """The table with every text that comes from data (story, answers, label) passed through
     `convert`: a story file's terminal escapes are shown, never obeyed."""
     return dataclasses.replace(

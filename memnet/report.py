@@ -16,14 +16,14 @@ from typing import Any, Sequence
 
 import torch
 
-from memnet import solver
+from memnet import safe, solver
 from memnet.babi import Sample, Task
 from memnet import registry
 from memnet.config import Config, MemN2NConfig, TransformerConfig
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import evaluate
 from memnet.files import atomic_write
-from memnet.inspect import Table, inspect_samples
+from memnet.inspect import Table, inspect_samples, shown
 
 _CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
@@ -90,6 +90,7 @@ def _verdict(t: Table, allowed: list[str]) -> str:
 
 def _table_html(t: Table, allowed: list[str]) -> str:
     verdict = _verdict(t, allowed)
+    t, allowed = shown(t), [safe.shown(a) for a in allowed]  # long words cut, control characters visible
     gold = escape(t.answer) if t.answer is not None else "none given"
     if len(allowed) > 1:
         gold += (f' <span class="flag" title="memnet check: the story allows several answers">'

@@ -11,7 +11,7 @@ from memnet.errors import MemnetError
 from memnet.files import kind
 from memnet.generator import KNOB_MAX
 from memnet.generator.categories import MAX_HOPS
-from memnet.safe import printable
+from memnet.safe import shown
 
 FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-valid, hn-10k, ...) "
                "that `memnet data download` fetched")
@@ -116,9 +116,9 @@ def _print_story(story: Story) -> None:
     for line in story.lines:
         if line.is_question:
             support = " ".join(map(str, line.support))
-            print(f"  {line.id:>{width}} {printable(line.text)}  ->  {printable(line.answer)}  (supporting facts {support})")
+            print(f"  {line.id:>{width}} {shown(line.text)}  ->  {shown(line.answer)}  (supporting facts {support})")
         else:
-            print(f"  {line.id:>{width}} {printable(line.text)}")
+            print(f"  {line.id:>{width}} {shown(line.text)}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -182,8 +182,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{len(wrong)} disagree with the solver")
             for d in wrong[: args.show]:
                 print(f"       story {d.story + 1}, line {d.line} {d.question!r}: file says "
-                      f"{printable(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
-                      f"{printable(d.found.answer)} ({' '.join(map(str, d.found.support))})")
+                      f"{shown(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
+                      f"{shown(d.found.answer)} ({' '.join(map(str, d.found.support))})")
     return 0 if ok else 1
 
 
