@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import yaml
 
-from memnet import config
+from memnet import babi, config
 from memnet.config import find_preset
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed
@@ -120,7 +120,8 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
     if result["interrupted"]:
         raise KeyboardInterrupt
     if "test" not in result:
-        raise MemnetError(f"{job.data}: no test questions for task {job.task}")
+        raise MemnetError(f"{job.data}: expected a test file for task {job.task} "
+                          f"({babi.task_filename(job.task, 'test')}), found no such file")
     test, valid = result["test"]["tasks"][str(job.task)], result["valid"]["tasks"][str(job.task)]
     match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)
     return {"preset": job.preset.name, "preset_hash": job.preset.hash, "commit": code[0], "dirty": code[1],

@@ -37,7 +37,7 @@ from memnet.babi import BabiFormatError, Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
 from memnet.errors import MemnetError
-from memnet.data import read_splits
+from memnet.data import read_splits, split_stories
 from memnet.evaluation import predict
 from memnet.files import atomic_write, read_text
 from memnet.models import HALT_REASONS
@@ -195,7 +195,7 @@ def load_samples(folder: str | os.PathLike, task: int | str, split: str, valid_f
     if not Path(folder).is_dir():
         raise MemnetError(f"{folder}: no such data folder")
     if split == "test":
-        return list(babi.samples(babi.load_split(folder, task, "test")))
+        return list(babi.samples(split_stories(folder, task, "test", "--split valid reads another split")))
     return read_splits(folder, [task], valid_fraction)[split][task]
 
 

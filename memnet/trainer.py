@@ -216,8 +216,6 @@ def load_data(cfg: Config, vocab: Vocab | None = None) -> tuple[dict[str, Batch 
         vocab = Vocab.build((s for ss in splits["train"].values() for s in ss),
                             every_word=getattr(cfg.model, "vocabulary_softmax", False), phrases=phrases)
     data = {name: encode_tasks(s, vocab, cfg.data.memory_size) for name, s in splits.items()}
-    if data["train"] is None or data["valid"] is None:
-        raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")
     data["train"] = data["train"].trim()
     return data, vocab
 

@@ -453,7 +453,8 @@ def test_model_command_limits(capsys, model, tmp_path, monkeypatch, args, messag
 def test_an_empty_split(capsys, inspect_run, empty_split, tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *args[:1], "--checkpoint", inspect_run["checkpoint"], "--data", empty_split, *args[1:])
-    assert_one_line(code, err, args[0], f"{empty_split}: expected test questions for task 16, found none")
+    assert_one_line(code, err, args[0], f"{empty_split / QA16_TEST}: expected the test questions of task 16, found an empty "
+                                        "file; --split valid reads another split")
     assert files(tmp_path) == {}
 
 

@@ -3,6 +3,8 @@ the message and the files left behind.
 
   long words   a story or task file holding a word of megabytes: tables, listings and pages
                show its first 40 characters and its length (json keeps the data whole)
+  splits       an empty test file, a missing one, a train file too small to hold out valid:
+               the file is named with what it holds
 """
 import io
 import json
@@ -79,3 +81,47 @@ def test_show_and_report_cut_a_word_of_megabytes(capsys, inspect_run, long_story
                          "--out", tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     assert code == 0 and f"<td>Greg is {CUT} .</td>" in page and len(page) < 20_000
+
+
+# ---------------------------------------------------------------------------- splits
+
+
+@pytest.fixture
+def qa1_copy(tiny, tmp_path) -> Path:
+    data = tmp_path / "data"
+    shutil.copytree(tiny, data)
+    return data
+
+
+def test_train_names_an_empty_test_file(capsys, qa1_copy, tmp_path):
+    (qa1_copy / "qa1_test.txt").write_text("")
+    code, _, err = run(capsys, "train", "--data", qa1_copy, "--task", "1", "--out", tmp_path / "run", "--quiet")
+    assert_one_line(code, err, "train", f"{qa1_copy / 'qa1_test.txt'}: expected the test questions of task 1, found "
+                                        "an empty file; remove it to go without a test split")
+    assert not (tmp_path / "run").exists()
+
+
+def test_train_names_a_train_file_too_small_to_hold_out_valid(capsys, qa1_copy, tmp_path):
+    (qa1_copy / "qa1_valid.txt").unlink()
+    (qa1_copy / "qa1_train.txt").write_text("1 Mary went to the kitchen.\n2 Where is Mary?\tkitchen\t1\n")
+    code, _, err = run(capsys, "train", "--data", qa1_copy, "--task", "1", "--out", tmp_path / "run", "--quiet")
+    assert_one_line(code, err, "train", f"{qa1_copy / 'qa1_train.txt'}: expected enough stories of task 1 to split "
+                                        "into train and valid (data.valid_fraction 0.1), found 1 with questions; add "
+                                        "stories, or a valid file beside it")
+    assert "no training questions" not in err and not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("what, message", [
+    ("missing", "{data}: expected a test file for task 1 (qa1_single-supporting-fact_test.txt), found no such file"),
+    ("empty", "{data}/qa1_test.txt: expected the test questions of task 1, found an empty file"),
+    ("no question", "{data}/qa1_test.txt: expected the test questions of task 1, found no question in it"),
+])
+def test_eval_names_the_test_file(capsys, qa1_run, qa1_copy, what, message):
+    test = qa1_copy / "qa1_test.txt"
+    if what == "missing":
+        test.unlink()
+    else:
+        test.write_text("" if what == "empty" else "1 Mary went to the kitchen.\n")
+    code, out, err = run(capsys, "eval", "--checkpoint", qa1_run["checkpoint"], "--data", qa1_copy)
+    assert_one_line(code, err, "eval", message.format(data=qa1_copy))
+    assert out == ""

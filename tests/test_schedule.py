@@ -263,7 +263,7 @@ def test_load_data_names_what_is_missing_and_builds_the_vocabulary_as_configured
     # a train file without a single question: named, even when a valid file has some
     (tmp_path / "qa1_train.txt").write_text("1 Mary went to the hallway.\n")
     (tmp_path / "qa1_valid.txt").write_text(story.format("bath", "bath"))
-    with pytest.raises(MemnetError, match=r"qa1_train.txt: expected the train questions of task 1, found no question in it$"):
+    with pytest.raises(MemnetError, match=r"qa1_train.txt: expected the train questions of task 1, found no question in it; a run needs them"):
         load_data(cfg)
 
 

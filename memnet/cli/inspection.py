@@ -146,9 +146,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
                              min_probability=args.min_probability, heads=args.heads, say=_note)]
     else:
-        folder, task, questions = _questions(args, cfg)
-        if not questions:
-            raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
+        _, _, questions = _questions(args, cfg)
         if args.all:
             tables = inspect.inspect_samples(model, vocab, cfg, questions,
                                              [f"{args.split} #{i}" for i in range(len(questions))], heads=args.heads)
@@ -179,8 +177,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     model, cfg, vocab, _ = _load(args.checkpoint)
     folder, task, questions = _questions(args, cfg)
-    if not questions:
-        raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
     html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
                         limit=args.limit, task=task)
     report.write(args.out, html)

@@ -154,8 +154,9 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--{e}") from None
     folder = data_folder(args.data, cfg.data.dir, args.checkpoint)
     samples = read_splits(folder, tasks, cfg.data.valid_fraction)[args.split]
-    if not any(samples.values()):
-        raise MemnetError(f"{folder}: no {args.split} questions for task {args.task or cfg.data.task}")
+    if not any(samples.values()):  # only a test split can be missing: train and valid are read strictly
+        name = babi.task_filename(tasks[0], args.split)
+        raise MemnetError(f"{folder}: expected a {args.split} file for task {tasks[0]} ({name}), found no such file")
     unknown = vocab.unknown(s for ss in samples.values() for s in ss)
     if unknown:
         print(f"memnet eval: {len(unknown)} word(s) not in the model's vocabulary read as <unk>: "
