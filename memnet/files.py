@@ -79,6 +79,8 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """A temporary file beside `path`, renamed to `path` when the block ends without error;
     on any error (and on Ctrl-C) it is removed and `path` keeps what it held. OSError (a full
     disk, a read-only folder, a file where a folder should be) becomes a MemnetError naming `path`."""
+    if not os.fspath(path):  # Path('') is the current folder, which the message would name instead
+        raise MemnetError("expected a file's path to write, found an empty string")
     path = Path(path)
     tmp = None
     try:

@@ -775,13 +775,20 @@ def test_an_empty_train_or_valid_file_is_named(capsys, tiny, tmp_path, split, te
     ["report", "--checkpoint", "{model}", "--out", ""],
     ["bench", "--tasks", "1", "--data", "{tiny}", "--out", ""],
     ["data", "download", "--dir", "", "--from", "x.tar.gz"],
-], ids=lambda argv: argv[0] if argv[0] != "data" else "data download")
+    ["inspect", "--checkpoint", "{model}", "--story", ""],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "run", "--config", ""],
+    ["bench", "--table", ""],
+    ["bench", "--tasks", "1", "--data", "{tiny}", "--out", "b", "--choose-on-valid", ""],
+], ids=lambda argv: " ".join(a for a in argv if a.startswith("--") and a not in ("--checkpoint", "--data", "--task", "--tasks")
+                             and argv[argv.index(a) + 1] == "") + f" ({argv[0]})")
 def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, inspect_run, tiny, tmp_path, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)
     values = {"tiny": tiny, "model": inspect_run["checkpoint"], "run": inspect_run["checkpoint"].parent}
     code, out, err = run(capsys, *[a.format(**values) for a in argv])
-    flag = "--dir" if argv[0] == "data" else "--out"
-    assert_one_line(code, err, argv[0], f"{flag}: expected a path, found an empty string (write . for the current folder)")
+    flag = argv[argv.index("") - 1]
+    folder = flag == "--dir" or (flag == "--out" and argv[0] in ("train", "generate", "bench"))
+    assert_one_line(code, err, argv[0], f"{flag}: expected a path, found an empty string (write . for the current folder)"
+                    if folder else f"{flag}: expected a file's path, found an empty string")
     assert out == "" and files(tmp_path) == {}
 
 

@@ -5,6 +5,7 @@ the message and the files left behind.
                show its first 40 characters and its length (json keeps the data whole)
   splits       an empty test file, a missing one, a train file too small to hold out valid:
                the file is named with what it holds
+  paths        an empty path given to the Python API
 """
 import io
 import json
@@ -125,3 +126,18 @@ def test_eval_names_the_test_file(capsys, qa1_run, qa1_copy, what, message):
     code, out, err = run(capsys, "eval", "--checkpoint", qa1_run["checkpoint"], "--data", qa1_copy)
     assert_one_line(code, err, "eval", message.format(data=qa1_copy))
     assert out == ""
+
+
+# ---------------------------------------------------------------------------- paths
+
+
+def test_the_api_refuses_an_empty_output_path(tmp_path, monkeypatch):
+    import memnet
+    from memnet.files import atomic_write
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(MemnetError, match=r"^out: expected a folder, found an empty string \(write '\.' for the current"):
+        memnet.generate(1, 5, out="")
+    with pytest.raises(MemnetError, match="^expected a file's path to write, found an empty string$"):
+        atomic_write("", "text")
+    assert list(tmp_path.iterdir()) == []
