@@ -5,6 +5,7 @@ the message and the files left behind.
                show its first 40 characters and its length (json keeps the data whole)
   splits       an empty test file, a missing one, a train file too small to hold out valid:
                the file is named with what it holds
+  resume       a flag (or a --config file) asking a resumed run for another value than it saved
   paths        an empty path given to the Python API
 """
 import io
@@ -126,6 +127,41 @@ def test_eval_names_the_test_file(capsys, qa1_run, qa1_copy, what, message):
     code, out, err = run(capsys, "eval", "--checkpoint", qa1_run["checkpoint"], "--data", qa1_copy)
     assert_one_line(code, err, "eval", message.format(data=qa1_copy))
     assert out == ""
+
+
+# ---------------------------------------------------------------------------- resume
+
+
+@pytest.fixture(scope="module")
+def stopped(tmp_path_factory, tiny) -> Path:
+    """A finished 1-epoch qa1 run at d = 12 (any run with last.pt can be resumed)."""
+    folder = tmp_path_factory.mktemp("resume") / "run"
+    assert main(["train", "--data", str(tiny), "--task", "1", "--out", str(folder), "--quiet", "--config", "none",
+                 "--model.dim=12", "--train.epochs=1", "--train.linear_start_epochs=0", "--train.threads=1"]) == 0
+    return folder
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--model.dim=30"], "--model.dim 30: the run in {run} was saved with model.dim 12"),
+    (["--train.epochs=5"], "--train.epochs 5: the run in {run} was saved with train.epochs 1"),
+    (["--task", "2"], "--task 2: the run in {run} was saved with data.task '1'"),
+    (["--data", "{other}"], "--data {other}: the run in {run} was saved with data.dir '{tiny}'"),
+    (["--config", "paper"], "--config paper sets model.dim 20: the run in {run} was saved with model.dim 12"),
+    (["--model.masking=hard", "--model.dim=12"], "--model.masking hard: the run in {run} was saved with model.masking 'off'"),
+])
+def test_resume_refuses_a_flag_that_differs_from_the_saved_config(capsys, stopped, tiny, tmp_path, flags, message):
+    values = {"run": stopped, "other": tmp_path, "tiny": tiny}
+    before = files(stopped)
+    code, out, err = run(capsys, "train", "--out", stopped, "--resume", "--quiet", *[f.format(**values) for f in flags])
+    assert_one_line(code, err, "train", message.format(**values))
+    assert "a resumed run keeps its config; drop " in err and "(or --force starts the run again with it)" in err
+    assert files(stopped) == before and out == ""
+
+
+def test_resume_takes_flags_that_repeat_the_saved_config(capsys, stopped, tiny):
+    code, out, err = run(capsys, "train", "--out", stopped, "--resume", "--quiet", "--model.dim=12", "--task", "1",
+                         "--data", tiny, "--config", "none", "--train.epochs=1")
+    assert code == 0 and "a resumed run keeps" not in err and f"wrote {stopped / 'model.pt'}" in out
 
 
 # ---------------------------------------------------------------------------- paths
