@@ -295,6 +295,8 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
         return train_here(cfg, run, distributed.world(), progress, log)
     finally:
         distributed.stop()
+        if run is not None:
+            run.release()
 
 
 def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool) -> dict[str, Any]:
@@ -326,6 +328,7 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     if state:
         restore(loop, state)
     if run is not None:
+        run.lock()  # before anything is written or removed: a second run into the folder stops here
         run.start(cfg)
     interrupted = False
     try:

@@ -7,6 +7,8 @@ the message and the files left behind.
                the file is named with what it holds
   resume       a flag (or a --config file) asking a resumed run for another value than it saved
   paths        an empty path given to the Python API
+  two runs     a second `memnet train` into a folder another is writing (two real processes),
+               and a stale lock left by a run that was killed
 """
 import io
 import json
@@ -177,3 +179,100 @@ def test_the_api_refuses_an_empty_output_path(tmp_path, monkeypatch):
     with pytest.raises(MemnetError, match="^expected a file's path to write, found an empty string$"):
         atomic_write("", "text")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------- two runs into one folder
+
+LONG_RUN = ["--quiet", "--config", "none", "--model.dim=8", "--train.epochs=100000", "--train.eval_every=1",
+            "--train.linear_start_epochs=0", "--train.threads=1"]
+
+
+def _memnet(*argv) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # SIGINT's default action: a shell's background job would otherwise ignore the test's Ctrl-C
+    return subprocess.Popen([sys.executable, "-m", "memnet", *map(str, argv)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def test_a_second_run_into_a_folder_being_written_is_refused(capsys, tiny, tmp_path):
+    out = tmp_path / "run"
+    first = _memnet("train", "--data", tiny, "--task", "1", "--out", out, *LONG_RUN)
+    try:
+        _wait_for(out / "metrics.jsonl", first)  # the first run has evaluated once: it holds the lock
+        assert (out / "lock").read_text() == f"{first.pid} {socket.gethostname()}\n"
+        for extra in ([], ["--force"], ["--resume"]):
+            code, printed, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", out, "--quiet", *extra)
+            assert_one_line(code, err, "train", f"{out}: another memnet train (pid {first.pid}) is writing this run "
+                                                f"folder now; wait for it to end, or choose another --out (if no run "
+                                                f"is writing it, remove {out / 'lock'})")
+            assert printed == ""
+    finally:
+        first.send_signal(signal.SIGINT)  # Ctrl-C: the first run keeps its best model and evaluates
+        printed, err = first.communicate(timeout=120)
+    assert first.returncode == 130 and "error" not in err, err
+    assert f"wrote {out / 'model.pt'}" in printed
+    # the first run's files whole, its own, and its lock gone
+    assert sorted(files(out)) == ["config.yaml", "last.pt", "metrics.jsonl", "model.pt"]
+    assert "epochs: 100000" in (out / "config.yaml").read_text()
+    assert all(json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines())
+    checkpoint.load(out / "model.pt")
+
+
+@pytest.fixture
+def ended_pid() -> int:
+    """The id of a process that has ended (and been reaped)."""
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_stale_lock_is_taken_over(capsys, tiny, tmp_path, ended_pid):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "lock").write_text(f"{ended_pid} {socket.gethostname()}\n")  # a run killed with SIGKILL leaves this
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", out, "--quiet", "--config", "none",
+                       "--train.epochs=1", "--train.linear_start_epochs=0")
+    assert code == 0, err
+    assert sorted(files(out)) == ["config.yaml", "last.pt", "metrics.jsonl", "model.pt"]
+
+
+@pytest.mark.parametrize("holder, who", [("live", "pid {pid}"), ("other host", "pid 1 on host elsewhere"),
+                                         ("garbled", "a process its lock does not name")])
+def test_a_lock_held_or_unreadable_refuses_the_run(capsys, tiny, tmp_path, holder, who):
+    out = tmp_path / "run"
+    out.mkdir()
+    lock = {"live": f"{os.getpid()} {socket.gethostname()}\n", "other host": "1 elsewhere\n", "garbled": "\x00\x01"}[holder]
+    (out / "lock").write_text(lock)
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", out, "--quiet", "--force")
+    assert_one_line(code, err, "train", f"another memnet train ({who.format(pid=os.getpid())}) is writing this run folder")
+    assert files(out) == {"lock": lock.encode()}
+
+
+def test_a_lock_taken_after_the_first_look_still_refuses(tmp_path):
+    from memnet.run import RunFolder
+
+    run_folder = RunFolder(tmp_path / "run")  # looks: no lock yet
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "lock").write_text(f"{os.getpid()} {socket.gethostname()}\n")  # another run takes it now
+    with pytest.raises(MemnetError, match=f"another memnet train \\(pid {os.getpid()}\\) is writing"):
+        run_folder.lock()
+    assert not run_folder.locked
+    run_folder.release()  # not its lock: left alone
+    assert (tmp_path / "run" / "lock").exists()
+
+
+def test_a_fifo_named_lock_is_not_read(capsys, tiny, tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    os.mkfifo(out / "lock")  # reading it would block
+    code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", out, "--quiet")
+    assert_one_line(code, err, "train", f"{out / 'lock'}: expected a run's lock file, found a FIFO; remove it")
