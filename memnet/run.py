@@ -64,7 +64,8 @@ class RunFolder:
         return self.path / "model.pt"
 
     def read_last(self) -> dict[str, Any]:
-        state = checkpoint.read(self.path / "last.pt", keys=("config", "vocab"))
+        state = checkpoint.read(self.path / "last.pt", keys=("config", "vocab"),
+                                retrain="it cannot be resumed by this one (--force starts the run again)")
         if state["format"] != checkpoint.FORMAT or "states" not in state:
             raise MemnetError(f"{self.path / 'last.pt'}: written by an earlier memnet ({state['format']}); "
                               f"it cannot be resumed by this one (--force starts the run again)")

@@ -56,7 +56,7 @@ def test_checkpoint_read_names_what_is_missing_or_foreign(tmp_path):
     with pytest.raises(MemnetError, match=r"c\.pt: memnet checkpoint without 'vocab'"):
         checkpoint.read(path)
     torch.save({"format": "other", "state_dict": {}}, path)
-    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-3'\)"):
+    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-3' or 'memnet-2', found format 'other'\)"):
         checkpoint.read(path)
     torch.save([1, 2], path)
     with pytest.raises(MemnetError, match="not a memnet checkpoint"):

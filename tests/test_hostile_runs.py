@@ -9,8 +9,8 @@ the message and the files left behind.
   paths        an empty path given to the Python API
   two runs     a second `memnet train` into a folder another is writing (two real processes),
                and a stale lock left by a run that was killed
+  formats      a checkpoint of a format this memnet does not read (older or newer)
 """
-import io
 import json
 import os
 import shutil
@@ -276,3 +276,46 @@ def test_a_fifo_named_lock_is_not_read(capsys, tiny, tmp_path):
     os.mkfifo(out / "lock")  # reading it would block
     code, _, err = run(capsys, "train", "--data", tiny, "--task", "1", "--out", out, "--quiet")
     assert_one_line(code, err, "train", f"{out / 'lock'}: expected a run's lock file, found a FIFO; remove it")
+
+
+# ---------------------------------------------------------------------------- checkpoint formats
+
+
+@pytest.mark.parametrize("found, message", [
+    ("memnet-1", "an older memnet wrote it: train the model again with this memnet (memnet train)"),
+    ("memnet-0", "an older memnet wrote it: train the model again with this memnet (memnet train)"),
+    ("memnet-4", "a newer memnet wrote it: upgrade memnet to read it"),
+])
+@pytest.mark.parametrize("command", ["eval", "inspect", "ask", "report"])
+def test_a_checkpoint_of_another_memnet_format(capsys, inspect_run, tmp_path, found, message, command):
+    payload = checkpoint.read(inspect_run["checkpoint"])
+    torch.save({**payload, "format": found}, tmp_path / "old.pt")
+    (tmp_path / "s.txt").write_text("1 Greg is a frog.\n2 What color is Greg?\n")
+    extra = {"eval": [], "inspect": [], "ask": ["--story", tmp_path / "s.txt"], "report": ["--out", tmp_path / "r.html"]}
+    code, out, err = run(capsys, command, "--checkpoint", tmp_path / "old.pt", *extra[command])
+    assert_one_line(code, err, command, f"{tmp_path / 'old.pt'}: a checkpoint of format '{found}', which this memnet "
+                                        f"cannot read (it reads memnet-3, and memnet-2 by converting it); {message}")
+    assert out == "" and not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("payload, found", [({"format": "other"}, "found format 'other'"),
+                                            ({"weights": 1}, "found a dict without a format"),
+                                            ([1, 2], "found a list")])
+def test_a_torch_file_that_is_no_memnet_checkpoint(capsys, tmp_path, payload, found):
+    torch.save(payload, tmp_path / "x.pt")
+    code, _, err = run(capsys, "eval", "--checkpoint", tmp_path / "x.pt")
+    assert_one_line(code, err, "eval", f"{tmp_path / 'x.pt'}: not a memnet checkpoint (expected a dict with format "
+                                       f"'memnet-3' or 'memnet-2', {found})")
+
+
+def test_resume_from_a_last_pt_of_an_older_format(capsys, stopped, tmp_path):
+    run_folder = tmp_path / "run"
+    shutil.copytree(stopped, run_folder)
+    state = torch.load(run_folder / "last.pt", weights_only=True)
+    torch.save({**state, "format": "memnet-1"}, run_folder / "last.pt")
+    before = files(run_folder)
+    code, _, err = run(capsys, "train", "--out", run_folder, "--resume", "--quiet")
+    assert_one_line(code, err, "train", f"{run_folder / 'last.pt'}: a checkpoint of format 'memnet-1', which this "
+                                        "memnet cannot read (it reads memnet-3, and memnet-2 by converting it); an older "
+                                        "memnet wrote it: it cannot be resumed by this one (--force starts the run again)")
+    assert files(run_folder) == before
