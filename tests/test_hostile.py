@@ -439,6 +439,14 @@ def empty_split(inspect_run, tmp_path_factory):
     (["inspect", "--format", "png", "--all", "--out", "x.png"], "--format png draws one question; drop --all"),
     (["inspect", "--format", "html"], "argument --format: invalid choice"),
     (["inspect", "--task", "1-3"], "choose one with --task"),
+    # a flag the mode chosen would not read is refused, not ignored
+    (["inspect", "--all", "--index", "3"], "--index: picks one question, --all walks the split; drop one of the two"),
+    (["inspect", "--limit", "2"], "--limit goes with --all (walk the split's questions): add --all, or drop --limit"),
+    (["inspect", "--wrong-only"], "--wrong-only goes with --all (walk the split's questions): add --all, or drop "
+                                  "--wrong-only"),
+    (["inspect", "--min-probability", "0.9"], "--min-probability: declines the answer to a --story question; a data "
+                                              "set's questions are shown as the model answers them (drop it, or give "
+                                              "--story)"),
     (["report", "--limit", "0", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found 0"),
     (["report", "--limit", "-1", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found -1"),
 ])

@@ -5,7 +5,8 @@ the message and the files left behind.
                show its first 40 characters and its length (json keeps the data whole)
   splits       an empty test file, a missing one, a train file too small to hold out valid:
                the file is named with what it holds
-  resume       a flag (or a --config file) asking a resumed run for another value than it saved
+  resume       a flag (or a --config file) asking a resumed run for another value than it saved;
+               an inspect flag that the mode chosen would not read (beside --story, or not with --all)
   paths        an empty path given to the Python API
   two runs     a second `memnet train` into a folder another is writing (two real processes),
                and a stale lock left by a run that was killed
@@ -164,6 +165,16 @@ def test_resume_takes_flags_that_repeat_the_saved_config(capsys, stopped, tiny):
     code, out, err = run(capsys, "train", "--out", stopped, "--resume", "--quiet", "--model.dim=12", "--task", "1",
                          "--data", tiny, "--config", "none", "--train.epochs=1")
     assert code == 0 and "a resumed run keeps" not in err and f"wrote {stopped / 'model.pt'}" in out
+
+
+@pytest.mark.parametrize("flag", [["--data", "{data}"], ["--task", "16"], ["--split", "valid"], ["--index", "0"], ["--all"]],
+                         ids=lambda flag: flag[0])
+def test_inspect_refuses_a_data_flag_beside_a_story(capsys, inspect_run, long_story, flag):
+    code, out, err = run(capsys, "inspect", "--checkpoint", inspect_run["checkpoint"], "--story", long_story,
+                         *[f.format(data=inspect_run["data"]) for f in flag])
+    assert_one_line(code, err, "inspect", f"{flag[0]}: --story gives the question itself, {flag[0]} picks questions of "
+                                          "a data set; drop one of the two")
+    assert out == ""
 
 
 # ---------------------------------------------------------------------------- paths

@@ -160,7 +160,8 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
     (["--checkpoint", "{tmp}/corrupt.pt"], "not a readable memnet checkpoint"),
     (["--index", "100000"], "out of range"),
     (["--index", "-1"], "argument --index: expected a whole number >= 0, found -1"),
-    (["--min-probability", "1.5"], "argument --min-probability: expected a number from 0 to 1, found 1.5"),
+    (["--min-probability", "1.5", "--story", "{tmp}/gibberish.txt"],
+     "argument --min-probability: expected a number from 0 to 1, found 1.5"),
     (["--min-probability", "nan"], "argument --min-probability: expected a number from 0 to 1, found nan"),
     (["--min-probability", "most"], "argument --min-probability: expected a number from 0 to 1, found 'most'"),
     (["--story", "{tmp}/no_question.txt"], "ending in '?'"),
@@ -177,7 +178,7 @@ def test_errors_are_one_line(capsys, inspect_run, tmp_path, args, message):
     (tmp_path / "bad_ids.txt").write_text("1 Brian is a frog.\n3 What color is Brian?\n")
     (tmp_path / "gibberish.txt").write_text("1 Brian is a frog.\n2 Xyzzy plugh?\n")
     (tmp_path / "only_question.txt").write_text("1 What color is Brian?\n")
-    argv = ["--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"]]
+    argv = ["--checkpoint", inspect_run["checkpoint"], *(["--data", inspect_run["data"]] if "--story" not in args else [])]
     argv += [a.format(tmp=tmp_path) for a in args]
     code, out, err = run(capsys, "inspect", *argv)
     assert code == 2 and out == ""
