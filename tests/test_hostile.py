@@ -386,6 +386,8 @@ GENERATE_ERRORS = [
     (["--task", "chain", "--questions", "20", "--hops", "15"], "task chain: questions/hops: too many for one story"),
     (["--task", "1,5", "--actors", "9"], "task 1: actors: expected 1 to 8"),  # checked before any task is written
     (["--task", "2,5", "--actors", "5"], "task 5: actors: expected 2 to 4"),
+    (["--task", "1-3", "--hops", "3"], "--hops: a setting of the chain family, which --task 1-3 does not include; drop "
+                                       "--hops, or add chain to --task"),  # not ignored
 ]
 
 

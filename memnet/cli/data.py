@@ -5,7 +5,7 @@ import argparse
 import json
 
 from memnet import generator, official, solver, stats
-from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.babi import CHAIN, SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
 from memnet.cli import integer
 from memnet.errors import MemnetError
 from memnet.files import kind
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--actors", type=integer(1, KNOB_MAX),
                    help="number of actors/entities (default: official; each task has its own range)")
     p.add_argument("--distractors", type=integer(0, KNOB_MAX), help="distractor sentences (default: official)")
-    p.add_argument("--hops", type=integer(1, MAX_HOPS), default=4,
+    p.add_argument("--hops", type=integer(1, MAX_HOPS),  # None: told from a --hops given (cmd_generate)
                    help=f"chain family: questions need 1..HOPS hops, HOPS at most {MAX_HOPS} (default: 4)")
     p.set_defaults(func=cmd_generate)
 
@@ -97,9 +97,12 @@ def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
 def cmd_generate(args: argparse.Namespace) -> int:
     if args.train == args.valid == args.test == 0:
         raise MemnetError("--train, --valid and --test are all 0: expected at least one split with questions")
-    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
-    available = generator.available_tasks()
     tasks = _tasks(args.task)
+    if args.hops is not None and CHAIN not in tasks:  # the other tasks would ignore it
+        raise MemnetError(f"--hops: a setting of the chain family, which --task {args.task} does not include; "
+                          f"drop --hops, or add chain to --task")
+    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops or 4)
+    available = generator.available_tasks()
     missing = [t for t in tasks if t not in available]
     if missing:
         raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
