@@ -44,6 +44,8 @@ def generate(task: int | str, n: int, seed: int = 0, split: str = "train", out: 
     (OUT/qa16_basic-induction_train.txt), so that `train(data=out)` reads them. `knobs` are
     memnet.generator.Knobs' (questions, length, actors, distractors, hops)."""
     task = _one_task(task, split)
+    if out is not None and not os.fspath(out):  # Path('') is the current folder: files would land there unasked
+        raise MemnetError("out: expected a folder, found an empty string (write '.' for the current folder)")
     if n < 1:
         raise MemnetError(f"n: expected at least 1 question, found {n}")
     names = [f.name for f in dataclasses.fields(generator.Knobs)]

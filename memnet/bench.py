@@ -131,7 +131,8 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
         if result["interrupted"]:
             raise KeyboardInterrupt
         if "test" not in result:
-            raise MemnetError(f"{job.data}: no test questions for task {job.task}")
+            raise MemnetError(f"{job.data}: expected a test file for task {job.task} "
+                              f"({babi.task_filename(job.task, 'test')}), found no such file")
         unseen = train_on.unseen(result["vocab"], babi.samples(babi.load_split(folder, job.task, "test")))
     test, valid = result["test"]["tasks"][str(job.task)], result["valid"]["tasks"][str(job.task)]
     match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)

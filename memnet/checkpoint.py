@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import os
 import pickle
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,11 @@ from memnet.files import atomic_write
 from memnet.config import Config
 from memnet.data import Vocab
 from memnet.errors import MemnetError
+from memnet.safe import cut
 from memnet.models import build_model
 
 FORMAT = "memnet-3"
+READS = (FORMAT, "memnet-2")  # the formats read: this one, and the one before it converted (_from_format_2)
 
 
 def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
@@ -48,9 +51,10 @@ def write(path: str | os.PathLike, payload: dict[str, Any]) -> None:
     atomic_write(path, buffer.getvalue())
 
 
-def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config", "vocab")) -> dict[str, Any]:
-    """The checkpoint dict; MemnetError naming the file when it is missing, corrupt, foreign or
-    without one of `keys`."""
+def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config", "vocab"),
+         retrain: str = "train the model again with this memnet (memnet train)") -> dict[str, Any]:
+    """The checkpoint dict; MemnetError naming the file when it is missing, corrupt, foreign,
+    of a format this memnet cannot read (then `retrain` says what to do), or without one of `keys`."""
     path = Path(path)
     if not path.is_file():
         raise MemnetError(f"{path}: no such checkpoint file")
@@ -58,8 +62,8 @@ def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # torch's unpickler parses the file's bytes: junk raises anything (IndexError on a text file)
         raise MemnetError(f"{path}: not a readable memnet checkpoint ({_unreadable(path, e)})") from None
-    if not isinstance(payload, dict) or payload.get("format") not in (FORMAT, "memnet-2"):
-        raise MemnetError(f"{path}: not a memnet checkpoint (expected a dict with format {FORMAT!r})")
+    if not isinstance(payload, dict) or payload.get("format") not in READS:
+        raise MemnetError(f"{path}: {_foreign(payload, retrain)}")
     for key in keys:
         if key not in payload:
             raise MemnetError(f"{path}: memnet checkpoint without {key!r}")
@@ -71,6 +75,23 @@ def read(path: str | os.PathLike, keys: tuple[str, ...] = ("state_dict", "config
         except MemnetError as e:
             raise MemnetError(f"{path}: {e}") from None
     return payload
+
+
+def _foreign(payload: Any, retrain: str) -> str:
+    """What a file torch could read holds instead of a checkpoint this memnet reads, and what to do."""
+    expected = f"expected a dict with format {' or '.join(map(repr, READS))}"
+    if not isinstance(payload, dict):
+        return f"not a memnet checkpoint ({expected}, found a {type(payload).__name__})"
+    found = payload.get("format")
+    if not isinstance(found, str):
+        return f"not a memnet checkpoint ({expected}, found a dict without a format)"
+    version = re.fullmatch(r"memnet-(\d{1,6})", found)
+    if version is None:
+        return f"not a memnet checkpoint ({expected}, found format {cut(found, 40)!r})"
+    newer = int(version.group(1)) > int(FORMAT.split("-")[1])
+    return (f"a checkpoint of format {found!r}, which this memnet cannot read (it reads {FORMAT}, and "
+            f"{READS[1]} by converting it); " +
+            ("a newer memnet wrote it: upgrade memnet to read it" if newer else f"an older memnet wrote it: {retrain}"))
 
 
 def _unreadable(path: Path, error: Exception) -> str:

@@ -243,36 +243,52 @@ def task_number(task: int | str) -> int:
 
 def read_splits(folder: str | Path, tasks: list[babi.Task], valid_fraction: float = 0.1) -> dict[str, dict]:
     """{split: {task: [Sample]}} for train, valid and test. Without a valid file, the last
-    `valid_fraction` of train's stories (in a fixed shuffled order) become validation."""
+    `valid_fraction` of train's stories (in a fixed shuffled order) become validation. A task
+    without a test file has no test questions; a test file without questions is an error."""
     folder = Path(folder)
     if not folder.is_dir():
         raise MemnetError(f"{folder}: no such data folder")
     splits: dict[str, dict] = {"train": {}, "valid": {}, "test": {}}
     for task in tasks:
-        train = _questions(folder, task, "train")
+        train = split_stories(folder, task, "train", "a run needs them (memnet generate writes a data set)")
         if babi.find_task_file(folder, task, "valid"):
-            valid = _questions(folder, task, "valid")
+            valid = split_stories(folder, task, "valid", "remove it to hold out data.valid_fraction of train instead")
         else:
-            order = list(range(len(train)))
-            random.Random(0).shuffle(order)
-            cut = len(train) - max(1, round(len(train) * valid_fraction))
-            valid = [train[i] for i in sorted(order[cut:])]
-            train = [train[i] for i in sorted(order[:cut])]
+            train, valid = _carve(train, valid_fraction, babi.find_task_file(folder, task, "train"), task)
         splits["train"][task] = list(babi.samples(train))
         splits["valid"][task] = list(babi.samples(valid))
-        test = babi.find_task_file(folder, task, "test")
-        splits["test"][task] = list(babi.samples(babi.read_file(test))) if test else []
+        test = babi.find_task_file(folder, task, "test") is not None
+        splits["test"][task] = list(babi.samples(split_stories(folder, task, "test", "remove it to go without a "
+                                                               "test split"))) if test else []
     return splits
 
 
-def _questions(folder: Path, task: babi.Task, split: str) -> list[babi.Story]:
-    """The stories of a train or valid file, which a run cannot do without: a file with no
-    question is named, rather than found out later as a run with no questions."""
+def _carve(train: list[babi.Story], valid_fraction: float, path: Path, task: babi.Task) -> tuple[list, list]:
+    """(train, valid): the last `valid_fraction` of the stories, in a fixed shuffled order, as
+    valid; MemnetError naming the file when either part would hold no question."""
+    order = list(range(len(train)))
+    random.Random(0).shuffle(order)
+    cut = len(train) - max(1, round(len(train) * valid_fraction))
+    valid = [train[i] for i in sorted(order[cut:])]
+    kept = [train[i] for i in sorted(order[:cut])]
+    if not any(story.questions for story in kept) or not any(story.questions for story in valid):
+        n = sum(bool(story.questions) for story in train)
+        raise MemnetError(f"{path}: expected enough stories of task {task} to split into train and valid "
+                          f"(data.valid_fraction {valid_fraction}), found {n} with questions; "
+                          f"add stories, or a valid file beside it")
+    return kept, valid
+
+
+def split_stories(folder: str | Path, task: babi.Task, split: str, way_out: str = "") -> list[babi.Story]:
+    """The stories of one split's file, which must hold questions: a file without any is named,
+    with what it holds and `way_out`, rather than found out later as a run or a table with no
+    questions."""
     stories = babi.load_split(folder, task, split)
     if not any(story.questions for story in stories):
         path = babi.find_task_file(folder, task, split)
         found = "an empty file" if not stories else "no question in it"
-        raise MemnetError(f"{path}: expected the {split} questions of task {task}, found {found}")
+        raise MemnetError(f"{path}: expected the {split} questions of task {task}, found {found}"
+                          + (f"; {way_out}" if way_out else ""))
     return stories
 
 

@@ -46,7 +46,9 @@ def accuracy(model: torch.nn.Module, batch: Batch) -> float:
 def _hop_table(result: Result, batch: Batch) -> dict[str, torch.Tensor]:
     """Per question and hop: was the hop taken, does the question have a k-th fact, did the hop find it."""
     N, K, _ = result.attention.shape
-    choice = result.attention.argmax(-1)  # (N, K) memory slot each hop attended most
+    # (N, K) memory slot each hop attended most; -2 (no slot, nor the -1 of a missing fact) for a hop
+    # that chose none: every memory masked, its weights all 0 (memnet.models.parts.chosen)
+    choice = torch.where(result.attention.amax(-1) > 0, result.attention.argmax(-1), -2)
     taken = torch.arange(K) < result.hops_used[:, None]  # (N, K)
     support = torch.full((N, K), -1, dtype=torch.long)
     n = min(K, batch.support.shape[1])

@@ -12,7 +12,7 @@ import contextlib
 import errno
 import os
 import stat
-import tempfile
+import secrets
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -79,15 +79,20 @@ def atomic_open(path: str | os.PathLike, mode: str = "w") -> Iterator[IO]:
     """A temporary file beside `path`, renamed to `path` when the block ends without error;
     on any error (and on Ctrl-C) it is removed and `path` keeps what it held. OSError (a full
     disk, a read-only folder, a file where a folder should be) becomes a MemnetError naming `path`."""
+    if not os.fspath(path):  # Path('') is the current folder, which the message would name instead
+        raise MemnetError("expected a file's path to write, found an empty string")
     path = Path(path)
     tmp = None
     try:
         _target(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        # named before it is made (tempfile.mkstemp names it only after making it): a Ctrl-C at any
+        # point leaves a name for the cleanup below; 64 random bits, so no other writer's name
+        tmp = path.parent / f".{path.name}.{secrets.token_hex(8)}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8", "newline": ""})) as f:
             yield f
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; a written file gets the usual mode
+        os.chmod(tmp, 0o666 & ~_umask())  # made 0600; a written file gets the usual mode
         os.replace(tmp, path)
         tmp = None
     except OSError as e:

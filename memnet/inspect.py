@@ -37,7 +37,7 @@ from memnet.babi import BabiFormatError, Line, Sample, parse_lines, tokenize
 from memnet.config import Config
 from memnet.data import Vocab, encode_samples, normalize_answer
 from memnet.errors import MemnetError
-from memnet.data import read_splits
+from memnet.data import read_splits, split_stories
 from memnet.evaluation import predict
 from memnet.files import atomic_write, read_text
 from memnet.models import HALT_REASONS
@@ -51,7 +51,7 @@ class Table:
     answer: str | None  # gold answer; None when the story gives none
     memories: list[tuple[int, str]]  # (line id, sentence) of each memory, oldest first
     attention: list[list[float]]  # [hop][memory] for the hops taken
-    chosen: list[int]  # per hop taken: row (index into memories) of its argmax
+    chosen: list[int | None]  # per hop taken: row (index into memories) of its argmax; None: every memory masked
     masked: list[list[int]]  # per hop taken: rows masked because an earlier hop chose them
     support: list[int]  # rows of the gold supporting facts in reasoning order (in memory only)
     prediction: str
@@ -74,6 +74,19 @@ class Table:
     def reads_nothing(self) -> bool:
         """Some hop put a visible weight (0.005 or more) on the null memory."""
         return any(w >= 0.005 for w in self.nothing)
+
+    @property
+    def all_masked(self) -> list[int]:
+        """The hops taken (0-based) that chose no memory: an earlier hop had chosen every one."""
+        return [k for k, c in enumerate(self.chosen) if c is None]
+
+    def all_masked_note(self) -> str:
+        """'hop 3 chose no memory: every one was masked by an earlier hop' (empty when none)."""
+        if not self.all_masked:
+            return ""
+        names = " and ".join(f"{self.step} {k + 1}" for k in self.all_masked)
+        where = ", its weight went to the null memory" if self.reads_nothing else ""
+        return f"{names} chose no memory: every one was masked by an earlier hop{where}"
 
     @property
     def correct(self) -> bool | None:
@@ -128,7 +141,10 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
         n = len(memory)
         hops = int(result.hops_used[r])
         attention = result.attention[r, :hops, :n].flip(-1)  # (hops, n) oldest first
-        chosen = [n - 1 - int(result.attention[r, k, :n].argmax()) for k in range(hops)]  # the model's argmax, on slots
+        # the model's argmax (memnet.models.parts.chosen: only above 0; a hop whose every memory was
+        # masked chose none), on slots
+        chosen = [n - 1 - int(result.attention[r, k, :n].argmax()) if n and float(result.attention[r, k, :n].max()) > 0
+                  else None for k in range(hops)]
         rows = {line.id: i for i, line in enumerate(memory)}
         pred = int(probs[r].argmax())
         tables.append(Table(
@@ -137,7 +153,7 @@ def inspect_samples(model: torch.nn.Module, vocab: Vocab, cfg: Config, samples: 
             memories=[(line.id, line.text) for line in memory],
             attention=[[round(float(w), 6) for w in hop] for hop in attention],
             chosen=chosen,
-            masked=[sorted(set(chosen[:k])) if masking != "off" else [] for k in range(hops)],
+            masked=[sorted({c for c in chosen[:k] if c is not None}) if masking != "off" else [] for k in range(hops)],
             support=[rows[s] for s in sample.question.support if s in rows],
             prediction=vocab.answers[pred],
             probability=float(probs[r, pred]),
@@ -195,7 +211,7 @@ def load_samples(folder: str | os.PathLike, task: int | str, split: str, valid_f
     if not Path(folder).is_dir():
         raise MemnetError(f"{folder}: no such data folder")
     if split == "test":
-        return list(babi.samples(babi.load_split(folder, task, "test")))
+        return list(babi.samples(split_stories(folder, task, "test", "--split valid reads another split")))
     return read_splits(folder, [task], valid_fraction)[split][task]
 
 
@@ -235,7 +251,7 @@ _ANSI = {"chosen": "\033[1;32m", "masked": "\033[2m", "gold": "\033[36m", "bad":
          "reset": "\033[0m"}
 
 
-def shown(table: Table, convert=safe.printable) -> Table:
+def shown(table: Table, convert=safe.shown) -> Table:
     """The table with every text that comes from data (story, answers, label) passed through
     `convert`: a story file's terminal escapes are shown, never obeyed."""
     return dataclasses.replace(
@@ -276,6 +292,7 @@ def render_text(table: Table, color: bool = False) -> str:
     out.append(f"[x] chosen memory (argmax) of the {table.step}" + ("; ~x masked: chosen by an earlier hop" if any(table.masked) else "")
                + "; gold: place in the supporting facts' reasoning order"
                + ("; (nothing): the null memory, which reads nothing" if table.reads_nothing else "")
+               + (f"; {table.all_masked_note()}" if table.all_masked else "")
                + (f"; sum: how much of each memory the summed read-out of {table.step} {table.hops_used} counted"
                   if table.summed else ""))
     return "\n".join(line.rstrip() for line in out) + "\n"
@@ -309,6 +326,8 @@ def render_markdown(table: Table) -> str:
                 for row, (line_id, sentence) in enumerate(table.memories)]
     out += ["", "had it stopped after: " + ", ".join(f"{table.step} {k + 1} → {safe.markdown(a)} ({p:.2f})"
                                                     for k, (a, p) in enumerate(table.hop_answers))]
+    if table.all_masked:
+        out += ["", f"~~x~~: masked, chosen by an earlier hop; {table.all_masked_note()}"]
     if table.readers:
         out += ["", _readers_line(table)]
     return "\n".join(out) + "\n"
@@ -336,7 +355,7 @@ def to_dict(table: Table) -> dict:
         **({"heads": table.heads} if table.heads else {}),
         **({"summed": table.summed} if table.summed else {}),
         **({"readers": [{"reader": name, "share": w} for name, w in table.readers]} if table.readers else {}),
-        "chosen": [ids[row] for row in table.chosen],
+        "chosen": [ids[row] if row is not None else None for row in table.chosen],
         "masked": [[ids[row] for row in hop] for hop in table.masked],
         "support": [ids[row] for row in table.support],
         "hop_answers": [{"hop": k + 1, "answer": a, "probability": p} for k, (a, p) in enumerate(table.hop_answers)],
@@ -426,8 +445,8 @@ def heatmap_figure(table: Table):
                         color="white" if w > 0.6 else "black")
                 if table.chosen[k] == r:
                     ax.add_patch(Rectangle((k - 0.5, r - 0.5), 1, 1, fill=False, edgecolor=CHOSEN_COLOUR, linewidth=2))
-        ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" for k, (a, _) in enumerate(table.hop_answers)],
-                      **literal)
+        ax.set_xticks(range(table.hops_used), [f"{table.step} {k + 1}\n→ {a}" + ("\n(all masked)" if k in table.all_masked else "")
+                                               for k, (a, _) in enumerate(table.hop_answers)], **literal)
         ax.set_yticks(range(len(rows)), rows, **literal)
         ax.xaxis.tick_top()
         ax.set_title(title, fontsize=10, loc="left", **literal,

@@ -8,6 +8,7 @@ Every renderer passes story text through one of these before writing it.
 from __future__ import annotations
 
 import html
+import re
 import unicodedata
 
 # bidirectional overrides and isolates: they reorder what a terminal or an editor shows
@@ -23,10 +24,28 @@ def printable(text: str) -> str:
                    else ch for ch in text)
 
 
+LONG_WORD = 40  # characters of one word a table or a listing shows
+
+
+def short_words(text: str, limit: int = LONG_WORD) -> str:
+    """`text` with each word (a run of non-blanks) longer than `limit` cut to its first `limit`
+    characters, an ellipsis and its length: a story's word can be megabytes long, and a table
+    pads every row to its longest sentence. 'a xxx...x b' -> 'a xxxx… (5000000 characters) b'."""
+    if len(text) <= limit:
+        return text
+    return re.sub(rf"\S{{{limit + 1},}}", lambda m: f"{m.group(0)[:limit]}… ({len(m.group(0))} characters)", text)
+
+
+def shown(text: str) -> str:
+    """Text from data as a table, a listing or a page shows it: long words cut (short_words),
+    control characters made visible (printable)."""
+    return printable(short_words(text))
+
+
 def markdown(text: str) -> str:
     """For a markdown table cell: HTML special characters escaped (markdown passes raw HTML
-    through), '|' escaped (it would end the cell), control characters made visible."""
-    return html.escape(printable(text), quote=False).replace("|", "\\|")
+    through), '|' escaped (it would end the cell), control characters made visible, long words cut."""
+    return html.escape(shown(text), quote=False).replace("|", "\\|")
 
 
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")

@@ -6,7 +6,7 @@ from pathlib import Path
 from statistics import mean
 
 from memnet.babi import SPLITS, Story, Task, answer_words, find_task_file, folder_tasks, read_file, tokenize
-from memnet.safe import printable
+from memnet.safe import shown
 
 
 @dataclass
@@ -105,7 +105,7 @@ def format_table(stats: dict) -> str:
             s = splits.get(split)
             if s is None:
                 continue
-            answers = ", ".join(printable(a) for a in sorted(s.answers)[:6]) + (f" (+{len(s.answers) - 6})" if len(s.answers) > 6 else "")
+            answers = ", ".join(shown(a) for a in sorted(s.answers)[:6]) + (f" (+{len(s.answers) - 6})" if len(s.answers) > 6 else "")
             rows.append(f"| {task} | {split} | {s.stories} | {s.questions} | {s.facts_mean:.1f}, {s.facts_max} | "
                         f"{s.support_mean:.2f} | {len(s.vocab)} | {answers} | "
                         f"{splits.get('overlap', '') if split == 'test' else ''} |")

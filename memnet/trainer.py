@@ -33,7 +33,7 @@ from tqdm import tqdm
 from memnet import babi, checkpoint, distributed, kernels
 from memnet.config import Config, ConfigError, from_dict, grid_label
 from memnet.data import Batch, Vocab, encode_tasks, read_splits
-from memnet.errors import MemnetError
+from memnet.errors import MemnetError, interrupted as ctrl_c
 from memnet.evaluation import accuracy, evaluate, predict
 from memnet.models import build_model, ensemble_size, restart_model
 from memnet.run import RunFolder
@@ -216,8 +216,6 @@ def load_data(cfg: Config, vocab: Vocab | None = None) -> tuple[dict[str, Batch 
         vocab = Vocab.build((s for ss in splits["train"].values() for s in ss),
                             every_word=getattr(cfg.model, "vocabulary_softmax", False), phrases=phrases)
     data = {name: encode_tasks(s, vocab, cfg.data.memory_size) for name, s in splits.items()}
-    if data["train"] is None or data["valid"] is None:
-        raise MemnetError(f"{cfg.data.dir}: no training questions for task {cfg.data.task}")
     data["train"] = data["train"].trim()
     return data, vocab
 
@@ -297,6 +295,8 @@ def train(cfg: Config, run: RunFolder | None = None, *, progress: bool = True, l
         return train_here(cfg, run, distributed.world(), progress, log)
     finally:
         distributed.stop()
+        if run is not None:
+            run.release()
 
 
 def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, progress: bool, log: bool) -> dict[str, Any]:
@@ -328,11 +328,14 @@ def train_here(cfg: Config, run: RunFolder | None, here: distributed.World, prog
     if state:
         restore(loop, state)
     if run is not None:
+        run.lock()  # before anything is written or removed: a second run into the folder stops here
         run.start(cfg)
     interrupted = False
     try:
         run_epochs(loop, progress)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:
+        if not ctrl_c(e):
+            raise
         interrupted = True
         say("interrupted: evaluating the weights of now (--resume continues from the last evaluation)")
         evaluation(loop, float("nan"), *schedule(cfg, max(loop.epoch - 1, 0), linear_epochs))

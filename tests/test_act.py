@@ -179,4 +179,5 @@ def test_train_inspect_eval_and_report_through_the_cli(babi_fixtures, tmp_path, 
     metrics = json.loads(capsys.readouterr().out)
     assert len(metrics["hop_accuracy"]) == 4 and 1 <= metrics["mean_hops"] <= 4
     assert main(["report", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--out", str(tmp_path / "r.html")]) == 0
-    assert "universal, 4 layers, d=20, 2 heads, mask, halting ACT per position" in (tmp_path / "r.html").read_text()
+    assert ("The model: Universal Transformer, d = 20, 4 steps of one shared layer, 2 heads, ACT halting per position, "
+            "learned word masks") in (tmp_path / "r.html").read_text()

@@ -56,7 +56,7 @@ def test_checkpoint_read_names_what_is_missing_or_foreign(tmp_path):
     with pytest.raises(MemnetError, match=r"c\.pt: memnet checkpoint without 'vocab'"):
         checkpoint.read(path)
     torch.save({"format": "other", "state_dict": {}}, path)
-    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-3'\)"):
+    with pytest.raises(MemnetError, match=r"not a memnet checkpoint \(expected a dict with format 'memnet-3' or 'memnet-2', found format 'other'\)"):
         checkpoint.read(path)
     torch.save([1, 2], path)
     with pytest.raises(MemnetError, match="not a memnet checkpoint"):
@@ -270,7 +270,7 @@ def test_report_metrics_carry_their_values():
     for name, value in [("questions", "12"), ("accuracy", "75.0%"), ("chain accuracy", "50.0%"),
                         ("support recall", "n/a"), ("mean hops used", "1.50"), ("hop 1 accuracy", "100.0%"),
                         ("hop 2 accuracy", "25.0%"), ("hop 3 accuracy", "n/a")]:
-        assert f'<tr><th>{name}</th><td class="num">{value}</td></tr>' in html
+        assert f'<tr><th>{name}</th><td class="num">{value}</td><td class="def">' in html
     assert '<tr><td class="num">2</td><td class="num">6</td><td><span class="bar" style="width:100px"></span> 50.0%</td></tr>' in html
     assert '<tr><td class="num">3</td><td class="num">0</td><td><span class="bar" style="width:0px"></span> 0.0%</td></tr>' in html
 
@@ -278,17 +278,24 @@ def test_report_metrics_carry_their_values():
 def test_report_metrics_html_exactly():
     m = {"n": 4, "accuracy": 0.75, "chain_accuracy": 0.5, "support_recall": None, "mean_hops": 1.75,
          "hop_accuracy": [0.25, None]}
+    define = lambda name: f'<td class="def">{report.DEFINITIONS[name]}</td></tr>'  # noqa: E731
     assert report._metrics_html(m, Counter({1: 1, 2: 3}), 2) == "\n".join([
         '<div class="side"><div><h2>Metrics</h2><table class="metrics" id="metrics">',
-        '<tr><th>questions</th><td class="num">4</td></tr>',
-        '<tr><th>accuracy</th><td class="num">75.0%</td></tr>',
-        '<tr><th>chain accuracy</th><td class="num">50.0%</td></tr>',
-        '<tr><th>support recall</th><td class="num">n/a</td></tr>',
-        '<tr><th>mean hops used</th><td class="num">1.75</td></tr>',
-        '<tr><th>hop 1 accuracy</th><td class="num">25.0%</td></tr>',
-        '<tr><th>hop 2 accuracy</th><td class="num">n/a</td></tr>',
-        "</table></div>",
-        '<div><h2>Hops used</h2><table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>',
+        "<tr><th>metric</th><th>value</th><th>what it measures</th></tr>",
+        '<tr><th>questions</th><td class="num">4</td>' + define("questions"),
+        '<tr><th>accuracy</th><td class="num">75.0%</td>' + define("accuracy"),
+        '<tr><th>chain accuracy</th><td class="num">50.0%</td>' + define("chain accuracy"),
+        '<tr><th>support recall</th><td class="num">n/a</td>' + define("support recall"),
+        '<tr><th>mean hops used</th><td class="num">1.75</td>' + define("mean hops used"),
+        '<tr><th>hop 1 accuracy</th><td class="num">25.0%</td><td class="def">of the questions with a 1st supporting '
+        "fact, the share whose hop 1 (when taken) chose that fact, the 1st in the reasoning order</td></tr>",
+        '<tr><th>hop 2 accuracy</th><td class="num">n/a</td><td class="def">of the questions with a 2nd supporting '
+        "fact, the share whose hop 2 (when taken) chose that fact, the 2nd in the reasoning order</td></tr>",
+        "</table>",
+        '<p class="sub">A hop <i>chooses</i> the memory it attends to most (its argmax); "n/a": no question has that '
+        "many supporting facts.</p></div>",
+        '<div><h2>Hops used</h2><p class="sub">how many questions stopped after each number of hops</p>'
+        '<table class="metrics" id="hops-used"><tr><th>hops</th><th>questions</th><th></th></tr>',
         # one row per hop from 1 to the model's hops; a bar 200px wide for every question
         '<tr><td class="num">1</td><td class="num">1</td><td><span class="bar" style="width:50px"></span> 25.0%</td></tr>',
         '<tr><td class="num">2</td><td class="num">3</td><td><span class="bar" style="width:150px"></span> 75.0%</td></tr>',
@@ -312,7 +319,11 @@ def test_html_table_exactly():
         '<td class="w masked" style="background:rgba(31,119,180,0.125);color:#222">0.12</td></tr>',
         '<tr><td class="num">3</td><td>Mary moved.</td><td class="gold">1</td>'
         '<td class="w " style="background:rgba(31,119,180,0.250);color:#222">0.25</td>'
-        '<td class="w chosen" style="background:rgba(31,119,180,0.750);color:#fff">0.75</td></tr></table>',
+        '<td class="w chosen" style="background:rgba(31,119,180,0.750);color:#fff">0.75</td></tr>',
+        # the weight on the null memory, as inspect's table shows it
+        '<tr class="nothing"><td></td><td><i>(nothing: the null memory)</i></td><td></td>'
+        '<td class="w" style="background:rgba(31,119,180,0.062);color:#222">0.06</td>'
+        '<td class="w" style="background:rgba(31,119,180,0.200);color:#222">0.20</td></tr></table>',
         '<div class="hops">had it stopped after: hop 1 → kitchen (0.50), hop 2 → hallway (0.75)</div>',
         "</section>"])
     # a transformer's columns are layers
@@ -557,16 +568,27 @@ def test_errors_without_a_message_are_named_by_their_type(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("overrides, line", [
-    ({}, (3, "memn2n, 3 hops, d=20, pe, stopping off, masking off")),
-    ({"model.stopping": True, "model.masking": "hard", "model.hops": 4, "model.dim": 8, "model.encoding": "bow"},
-     (4, "memn2n, 4 hops, d=8, bow, stopping on, masking hard")),
-    ({"model.stopping": True, "model.masking": "second", "model.halt_training": "right"},
-     (3, "memn2n, 3 hops, d=20, pe, stopping on, masking second")),
-    ({"model.type": "transformer"}, (2, "transformer, 2 layers, d=20, 2 heads, pe, halting off")),
+    ({}, (3, "MemN2N, d = 20, 3 hops, stopping rule off, no masking, position encoding, temporal encoding, "
+             "adjacent tying, softmax attention, a null memory")),
+    ({"model.stopping": True, "model.masking": "hard", "model.hops": 4, "model.dim": 8, "model.encoding": "bow",
+      "model.temporal": False, "model.null_memory": False, "model.tying": "layerwise"},
+     (4, "MemN2N, d = 8, 4 hops, stopping rule on, hard masking, bag of words, layerwise tying, softmax attention")),
+    ({"model.stopping": True, "model.masking": "second", "model.halt_training": "right", "model.hops": 1,
+      "model.attention": "mixed", "model.relative_time": 5, "model.answer_hidden": 64},
+     (1, "MemN2N, d = 20, 1 hop, stopping rule on, soft masking (hard at hop 2), position encoding, temporal encoding, "
+         "adjacent tying, attention mixing softmax and stick-breaking, a null memory, a pointer in time (±5), "
+         "an answer module of 64 units")),
+    ({"model.masking": "soft", "model.attention": "stick"},
+     (3, "MemN2N, d = 20, 3 hops, stopping rule off, soft masking, position encoding, temporal encoding, adjacent "
+         "tying, stick-breaking attention, a null memory")),
+    ({"model.type": "transformer"}, (2, "Transformer, d = 20, 2 layers, 2 heads, stopping rule off, position encoding")),
+    ({"model.type": "transformer", "model.layers": 1, "model.encoding": "bow"},
+     (1, "Transformer, d = 20, 1 layer, 2 heads, stopping rule off, bag of words")),
     ({"model.type": "universal", "model.layers": 3, "model.stopping": True},
-     (3, "universal, 3 layers, d=20, 2 heads, pe, halting stopping per question")),
+     (3, "Universal Transformer, d = 20, 3 steps of one shared layer, 2 heads, stopping rule on, position encoding")),
     ({"model.type": "universal", "model.act": True, "model.heads": 4, "model.encoding": "mask"},
-     (2, "universal, 2 layers, d=20, 4 heads, mask, halting ACT per position")),
+     (2, "Universal Transformer, d = 20, 2 steps of one shared layer, 4 heads, ACT halting per position, "
+         "learned word masks")),
 ])
 def test_the_reports_setting_line(overrides, line):
     from memnet import config, report

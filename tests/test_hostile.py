@@ -184,6 +184,25 @@ def test_a_read_only_folder(capsys, model, tmp_path, writer):
     assert files(folder) == {name: b"previous\n"}
 
 
+def test_ctrl_c_just_after_the_temporary_file_is_made_leaves_none(tmp_path, monkeypatch):
+    # the trainer writes last.pt every evaluation: a Ctrl-C lands anywhere, here right after the
+    # temporary file exists and before its descriptor is returned (it once stayed behind)
+    from memnet import files as memnet_files
+
+    (tmp_path / "model.pt").write_bytes(b"previous\n")
+    real = os.open
+
+    def made_then_interrupted(path, flags, mode=0o777, **kwargs):
+        os.close(real(path, flags, mode, **kwargs))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "open", made_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        memnet_files.atomic_write(tmp_path / "model.pt", b"new\n")
+    monkeypatch.undo()
+    assert files(tmp_path) == {"model.pt": b"previous\n"}
+
+
 def test_generate_replaces_a_file_only_when_complete(capsys, tmp_path):
     assert run(capsys, "generate", "--task", "1", "--train", "40", "--test", "0", "--out", tmp_path)[0] == 0
     first = files(tmp_path)
@@ -367,6 +386,8 @@ GENERATE_ERRORS = [
     (["--task", "chain", "--questions", "20", "--hops", "15"], "task chain: questions/hops: too many for one story"),
     (["--task", "1,5", "--actors", "9"], "task 1: actors: expected 1 to 8"),  # checked before any task is written
     (["--task", "2,5", "--actors", "5"], "task 5: actors: expected 2 to 4"),
+    (["--task", "1-3", "--hops", "3"], "--hops: a setting of the chain family, which --task 1-3 does not include; drop "
+                                       "--hops, or add chain to --task"),  # not ignored
 ]
 
 
@@ -420,6 +441,14 @@ def empty_split(inspect_run, tmp_path_factory):
     (["inspect", "--format", "png", "--all", "--out", "x.png"], "--format png draws one question; drop --all"),
     (["inspect", "--format", "html"], "argument --format: invalid choice"),
     (["inspect", "--task", "1-3"], "choose one with --task"),
+    # a flag the mode chosen would not read is refused, not ignored
+    (["inspect", "--all", "--index", "3"], "--index: picks one question, --all walks the split; drop one of the two"),
+    (["inspect", "--limit", "2"], "--limit goes with --all (walk the split's questions): add --all, or drop --limit"),
+    (["inspect", "--wrong-only"], "--wrong-only goes with --all (walk the split's questions): add --all, or drop "
+                                  "--wrong-only"),
+    (["inspect", "--min-probability", "0.9"], "--min-probability: declines the answer to a --story question; a data "
+                                              "set's questions are shown as the model answers them (drop it, or give "
+                                              "--story)"),
     (["report", "--limit", "0", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found 0"),
     (["report", "--limit", "-1", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found -1"),
 ])
@@ -434,7 +463,8 @@ def test_model_command_limits(capsys, model, tmp_path, monkeypatch, args, messag
 def test_an_empty_split(capsys, inspect_run, empty_split, tmp_path, monkeypatch, args):
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, *args[:1], "--checkpoint", inspect_run["checkpoint"], "--data", empty_split, *args[1:])
-    assert_one_line(code, err, args[0], f"{empty_split}: expected test questions for task 16, found none")
+    assert_one_line(code, err, args[0], f"{empty_split / QA16_TEST}: expected the test questions of task 16, found an empty "
+                                        "file; --split valid reads another split")
     assert files(tmp_path) == {}
 
 
@@ -755,13 +785,20 @@ def test_an_empty_train_or_valid_file_is_named(capsys, tiny, tmp_path, split, te
     ["report", "--checkpoint", "{model}", "--out", ""],
     ["bench", "--tasks", "1", "--data", "{tiny}", "--out", ""],
     ["data", "download", "--dir", "", "--from", "x.tar.gz"],
-], ids=lambda argv: argv[0] if argv[0] != "data" else "data download")
+    ["inspect", "--checkpoint", "{model}", "--story", ""],
+    ["train", "--data", "{tiny}", "--task", "1", "--out", "run", "--config", ""],
+    ["bench", "--table", ""],
+    ["bench", "--tasks", "1", "--data", "{tiny}", "--out", "b", "--choose-on-valid", ""],
+], ids=lambda argv: " ".join(a for a in argv if a.startswith("--") and a not in ("--checkpoint", "--data", "--task", "--tasks")
+                             and argv[argv.index(a) + 1] == "") + f" ({argv[0]})")
 def test_an_empty_path_is_refused_not_read_as_the_current_folder(capsys, inspect_run, tiny, tmp_path, monkeypatch, argv):
     monkeypatch.chdir(tmp_path)
     values = {"tiny": tiny, "model": inspect_run["checkpoint"], "run": inspect_run["checkpoint"].parent}
     code, out, err = run(capsys, *[a.format(**values) for a in argv])
-    flag = "--dir" if argv[0] == "data" else "--out"
-    assert_one_line(code, err, argv[0], f"{flag}: expected a path, found an empty string (write . for the current folder)")
+    flag = argv[argv.index("") - 1]
+    folder = flag == "--dir" or (flag == "--out" and argv[0] in ("train", "generate", "bench"))
+    assert_one_line(code, err, argv[0], f"{flag}: expected a path, found an empty string (write . for the current folder)"
+                    if folder else f"{flag}: expected a file's path, found an empty string")
     assert out == "" and files(tmp_path) == {}
 
 

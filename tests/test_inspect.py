@@ -160,7 +160,8 @@ def test_story_file_with_unknown_word(capsys, inspect_run, tmp_path):
     (["--checkpoint", "{tmp}/corrupt.pt"], "not a readable memnet checkpoint"),
     (["--index", "100000"], "out of range"),
     (["--index", "-1"], "argument --index: expected a whole number >= 0, found -1"),
-    (["--min-probability", "1.5"], "argument --min-probability: expected a number from 0 to 1, found 1.5"),
+    (["--min-probability", "1.5", "--story", "{tmp}/gibberish.txt"],
+     "argument --min-probability: expected a number from 0 to 1, found 1.5"),
     (["--min-probability", "nan"], "argument --min-probability: expected a number from 0 to 1, found nan"),
     (["--min-probability", "most"], "argument --min-probability: expected a number from 0 to 1, found 'most'"),
     (["--story", "{tmp}/no_question.txt"], "ending in '?'"),
@@ -177,7 +178,7 @@ def test_errors_are_one_line(capsys, inspect_run, tmp_path, args, message):
     (tmp_path / "bad_ids.txt").write_text("1 Brian is a frog.\n3 What color is Brian?\n")
     (tmp_path / "gibberish.txt").write_text("1 Brian is a frog.\n2 Xyzzy plugh?\n")
     (tmp_path / "only_question.txt").write_text("1 What color is Brian?\n")
-    argv = ["--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"]]
+    argv = ["--checkpoint", inspect_run["checkpoint"], *(["--data", inspect_run["data"]] if "--story" not in args else [])]
     argv += [a.format(tmp=tmp_path) for a in args]
     code, out, err = run(capsys, "inspect", *argv)
     assert code == 2 and out == ""
@@ -225,7 +226,7 @@ def test_report(capsys, inspect_run, tmp_path):
     code, evaluated, _ = run(capsys, "eval", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
                              "--json")
     m = json.loads(evaluated)
-    shown = dict(re.findall(r'<tr><th>([^<]+)</th><td class="num">([^<]+)</td></tr>', html))
+    shown = dict(re.findall(r'<tr><th>([^<]+)</th><td class="num">([^<]+)</td><td class="def">', html))
     pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"  # noqa: E731
     assert code == 0 and m["n"] == len(everything)
     assert shown == {"questions": str(len(everything)), "accuracy": pct(m["accuracy"]),
@@ -234,7 +235,8 @@ def test_report(capsys, inspect_run, tmp_path):
                      **{f"hop {k + 1} accuracy": pct(a) for k, a in enumerate(m["hop_accuracy"])}}
     assert m["accuracy"] == pytest.approx(sum(t["correct"] for t in everything) / len(everything))
     # the model's setting; every question's hops in the hops-used table, from 1 to the model's 3 hops
-    assert '<p class="sub">' in html and "<br>memn2n, 3 hops, d=20, pe, stopping on, masking hard</p>" in html
+    assert '<p class="sub">' in html and ("<br>The model: MemN2N, d = 20, 3 hops, stopping rule on, hard masking, position encoding, "
+                                          "temporal encoding, adjacent tying, softmax attention, a null memory</p>") in html
     used = Counter(t["hops_used"] for t in everything)
     assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [
         (str(k), str(used[k])) for k in (1, 2, 3)]
@@ -359,7 +361,7 @@ def test_report_on_a_transformer(capsys, transformer_run, tmp_path):
                        "--out", out)
     assert code == 0, err
     html = out.read_text()
-    assert "<br>transformer, 2 layers, d=20, 2 heads, pe, halting off</p>" in html
+    assert "<br>The model: Transformer, d = 20, 2 layers, 2 heads, stopping rule off, position encoding</p>" in html
     n = len(list(babi.samples(babi.load_split(transformer_run["data"], 16, "test"))))
     assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [("1", "0"), ("2", str(n))]
     assert html.count("<th>layer 1</th><th>layer 2</th></tr>") == n

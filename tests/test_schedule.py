@@ -263,7 +263,7 @@ def test_load_data_names_what_is_missing_and_builds_the_vocabulary_as_configured
     # a train file without a single question: named, even when a valid file has some
     (tmp_path / "qa1_train.txt").write_text("1 Mary went to the hallway.\n")
     (tmp_path / "qa1_valid.txt").write_text(story.format("bath", "bath"))
-    with pytest.raises(MemnetError, match=r"qa1_train.txt: expected the train questions of task 1, found no question in it$"):
+    with pytest.raises(MemnetError, match=r"qa1_train.txt: expected the train questions of task 1, found no question in it; a run needs them"):
         load_data(cfg)
 
 
@@ -303,6 +303,27 @@ def test_an_interrupt_in_the_first_epoch_logs_that_epochs_schedule(tiny, tmp_pat
     assert "interrupted: evaluating the weights of now (--resume continues from the last evaluation)" in said
     line = lines_of(tmp_path / "run")[0]
     assert (line["epoch"], line["lr"], line["loss"]) == (1, 0.02, None)  # epoch 1's rate; no loss measured
+
+
+@pytest.mark.parametrize("ctrl_c", [True, False])
+def test_ctrl_c_inside_a_numba_function_is_an_interrupt(tiny, tmp_path, monkeypatch, ctrl_c):
+    # Numba turns a KeyboardInterrupt raised inside a compiled function into a SystemError ("returned
+    # a result with an exception set") whose cause it is: the run still keeps its model and evaluates
+    def interrupting(*args, **kwargs):
+        try:
+            raise KeyboardInterrupt if ctrl_c else RuntimeError("a bug")
+        except BaseException as e:
+            raise SystemError("CPUDispatcher(<function _seed_predict>) returned a result with an exception set") from e
+
+    monkeypatch.setattr(train_module, "random_noise_time", interrupting)
+    values = {"data.dir": str(tiny), "data.task": "1", "train.epochs": 2, "train.linear_start_epochs": 0}
+    if not ctrl_c:  # any other SystemError is a bug, and stays one
+        with pytest.raises(SystemError):
+            train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False, log=False)
+    else:
+        assert train(config.load(None, values), RunFolder(tmp_path / "run"), progress=False, log=False)["interrupted"]
+        assert (tmp_path / "run" / "model.pt").is_file()
+    assert not (tmp_path / "run" / "lock").exists()  # released either way
 
 
 def test_a_resumed_run_keeps_its_vocabulary_when_the_data_grows(tiny, tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
-"""The measuring scripts: scripts/saturation.py's untrained part, scripts/bench_speed.py's report
-on one epoch."""
+"""The scripts: scripts/saturation.py's untrained part, scripts/bench_speed.py's report on one
+epoch, scripts/docs_pictures.py on a tiny model."""
 import importlib.util
+import shutil
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ def script(name: str):
     return module
 
 
-saturation, bench_speed = map(script, ["saturation", "bench_speed"])
+saturation, bench_speed, docs_pictures = map(script, ["saturation", "bench_speed", "docs_pictures"])
 
 
 def test_saturation_without_scaling_grows_with_width(babi_fixtures, capsys):
@@ -72,3 +73,31 @@ def test_the_reference_copy_refuses_another_version(tmp_path):
     (source / "trainer.py").write_text("total = loss.item()\n")
     with pytest.raises(SystemExit, match="not commit a28dd92"):
         reference.prepare(tmp_path / "repo", tmp_path / "out")
+
+
+def test_docs_pictures_draws_the_readmes_seed_story():
+    readme = (ROOT / "README.md").read_text()
+    block = readme[readme.index("    $ cat seed.txt\n") + len("    $ cat seed.txt\n"):readme.index("    $ memnet inspect --checkpoint runs/demo --story seed.txt")]
+    assert docs_pictures.STORY == "".join(line.removeprefix("    ") + "\n" for line in block.splitlines())
+    assert "![attention heatmap](docs/attention.png)" in readme and "![report](docs/report.png)" in readme
+
+
+def test_docs_pictures_makes_both_pictures_on_a_tiny_model(inspect_run, tmp_path, capsys):
+    browser = next((b for b in docs_pictures.BROWSERS if shutil.which(b)), None)
+    code = docs_pictures.main(["--checkpoint", str(inspect_run["checkpoint"]), "--data", str(inspect_run["data"]),
+                               "--out", str(tmp_path / "docs"), "--limit", "2"])
+    assert (tmp_path / "docs" / "attention.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    if browser is None:
+        assert code == 1 and "no browser to draw report.png with" in capsys.readouterr().err
+        pytest.skip("no Chromium or Chrome here: report.png not drawn")
+    png = (tmp_path / "docs" / "report.png").read_bytes()
+    assert code == 0 and png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")) == docs_pictures.SIZE  # IHDR
+    assert sorted(p.name for p in (tmp_path / "docs").iterdir()) == ["attention.png", "report.png"]
+
+
+def test_docs_pictures_without_a_browser(inspect_run, tmp_path, capsys):
+    code = docs_pictures.main(["--checkpoint", str(inspect_run["checkpoint"]), "--data", str(inspect_run["data"]),
+                               "--out", str(tmp_path), "--browser", str(tmp_path / "no-such-browser")])
+    assert code == 1 and "no-such-browser" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attention.png"]

@@ -16,7 +16,7 @@ import re
 import sys
 
 from memnet import __version__, registry
-from memnet.errors import MemnetError
+from memnet.errors import MemnetError, interrupted
 
 # modules that each define register(subparsers): data (generate, show, stats, check),
 # training (train, eval), inspection (inspect, report, ask), bench
@@ -25,7 +25,10 @@ MODULES = ["data", "training", "inspection", "bench"]
 
 # the flags (by dest) that name a file or folder: an empty string there is refused before any work
 PATHS = {"out": "--out", "data": "--data", "story": "--story", "config": "--config", "dir": "DIR",
-         "compare": "--compare", "archive": "--from", "a": "RUN_A", "b": "RUN_B"}
+         "compare": "--compare", "archive": "--from", "table": "--table", "candidates": "--choose-on-valid"}
+# those that name a file ('.' is no way out there): --out names a folder for these commands alone
+FILES = {"story", "config", "archive", "table", "candidates"}
+FOLDER_OUT = {"train", "generate", "bench"}
 
 
 class Parser(argparse.ArgumentParser):
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     empty = next((name for name in PATHS if getattr(args, name, None) == ""), None)
     if empty is not None:  # Path('') is the current folder: a run or a file would land there unasked
         flag = "--dir" if args.command == "data" else PATHS[empty]
+        if empty in FILES or (empty == "out" and args.command not in FOLDER_OUT):
+            return _fail(args.command, f"{flag}: expected a file's path, found an empty string")
         return _fail(args.command, f"{flag}: expected a path, found an empty string (write . for the current folder)")
     try:
         status = args.func(args) or 0
@@ -100,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
             _silence_stdout()
             return _fail(args.command, f"cannot write to standard output ({e.strerror or e})")
         return _fail(args.command, f"{e.filename}: {e.strerror or e}")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as e:  # SystemError: Ctrl-C inside a Numba function (errors.interrupted)
+        if not interrupted(e):
+            raise
         print("interrupted", file=sys.stderr)
         return 130
     try:

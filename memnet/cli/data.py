@@ -5,13 +5,13 @@ import argparse
 import json
 
 from memnet import generator, official, solver, stats
-from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.babi import CHAIN, SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
 from memnet.cli import integer
 from memnet.errors import MemnetError
 from memnet.files import kind
 from memnet.generator import KNOB_MAX
 from memnet.generator.categories import MAX_HOPS
-from memnet.safe import printable
+from memnet.safe import shown
 
 FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-valid, hn-10k, ...) "
                "that `memnet data download` fetched")
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--actors", type=integer(1, KNOB_MAX),
                    help="number of actors/entities (default: official; each task has its own range)")
     p.add_argument("--distractors", type=integer(0, KNOB_MAX), help="distractor sentences (default: official)")
-    p.add_argument("--hops", type=integer(1, MAX_HOPS), default=4,
+    p.add_argument("--hops", type=integer(1, MAX_HOPS),  # None: told from a --hops given (cmd_generate)
                    help=f"chain family: questions need 1..HOPS hops, HOPS at most {MAX_HOPS} (default: 4)")
     p.set_defaults(func=cmd_generate)
 
@@ -97,9 +97,12 @@ def _tasks(spec: str | None, folder: str | None = None) -> list[Task]:
 def cmd_generate(args: argparse.Namespace) -> int:
     if args.train == args.valid == args.test == 0:
         raise MemnetError("--train, --valid and --test are all 0: expected at least one split with questions")
-    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
-    available = generator.available_tasks()
     tasks = _tasks(args.task)
+    if args.hops is not None and CHAIN not in tasks:  # the other tasks would ignore it
+        raise MemnetError(f"--hops: a setting of the chain family, which --task {args.task} does not include; "
+                          f"drop --hops, or add chain to --task")
+    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops or 4)
+    available = generator.available_tasks()
     missing = [t for t in tasks if t not in available]
     if missing:
         raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
@@ -116,9 +119,9 @@ def _print_story(story: Story) -> None:
     for line in story.lines:
         if line.is_question:
             support = " ".join(map(str, line.support))
-            print(f"  {line.id:>{width}} {printable(line.text)}  ->  {printable(line.answer)}  (supporting facts {support})")
+            print(f"  {line.id:>{width}} {shown(line.text)}  ->  {shown(line.answer)}  (supporting facts {support})")
         else:
-            print(f"  {line.id:>{width}} {printable(line.text)}")
+            print(f"  {line.id:>{width}} {shown(line.text)}")
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -182,8 +185,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                   f"{len(wrong)} disagree with the solver")
             for d in wrong[: args.show]:
                 print(f"       story {d.story + 1}, line {d.line} {d.question!r}: file says "
-                      f"{printable(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
-                      f"{printable(d.found.answer)} ({' '.join(map(str, d.found.support))})")
+                      f"{shown(d.expected.answer)} ({' '.join(map(str, d.expected.support))}), solver says "
+                      f"{shown(d.found.answer)} ({' '.join(map(str, d.found.support))})")
     return 0 if ok else 1
 
 

@@ -29,15 +29,17 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="folder of bAbI files, or an official set's name (en-valid, ...) after `memnet data download` "
                         "(default: the folder the model was trained on)")
     p.add_argument("--task", help="task number or 'chain' (default: the model's task when it has one)")
-    p.add_argument("--split", default="test", choices=SPLITS, help="split to read questions from (default: test)")
+    # None (not "test"): inspect tells a --split given from one left out (_unread_flags)
+    p.add_argument("--split", choices=SPLITS, help="split to read questions from (default: test)")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("inspect", help="per-hop attention table of one question (or many)")
     _common(p)
-    p.add_argument("--index", type=integer(0), default=0, help="question number in the split, from 0 (default: 0)")
-    p.add_argument("--story", help="a story file in bAbI format ending in one question (answer optional); "
-                                   "replaces --data/--index; a question the model cannot answer is declined")
+    p.add_argument("--index", type=integer(0), help="question number in the split, from 0 (default: 0)")
+    p.add_argument("--story", help="a story file in bAbI format ending in one question (answer optional), instead "
+                                   "of --data, --task, --split, --index and --all; a question the model cannot answer "
+                                   "is declined")
     p.add_argument("--all", action="store_true", help="walk the split's questions instead of one")
     p.add_argument("--limit", type=integer(1), help="with --all: show at most this many questions")
     p.add_argument("--wrong-only", action="store_true", help="with --all: only questions answered wrongly")
@@ -48,7 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
     p.add_argument("--heads", action="store_true",
                    help="transformer models: also the question's attention per layer and head (text, markdown, json)")
-    _min_probability(p, "with --story: ")
+    _min_probability(p, "with --story: ", default=None)  # None: given or not (_unread_flags)
     p.set_defaults(func=cmd_inspect)
 
     p = subparsers.add_parser("report", help="a self-contained HTML report: metrics and every attention table")
@@ -86,8 +88,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_serve)
 
 
-def _min_probability(p: argparse.ArgumentParser, when: str = "") -> None:
-    p.add_argument("--min-probability", type=probability, default=MIN_PROBABILITY, metavar="P",
+def _min_probability(p: argparse.ArgumentParser, when: str = "", default: float | None = MIN_PROBABILITY) -> None:
+    p.add_argument("--min-probability", type=probability, default=default, metavar="P",
                    help=f"{when}say 'cannot answer' when the model gives its answer a probability under P "
                         f"(default: {MIN_PROBABILITY}); 0 always answers")
 
@@ -146,7 +148,30 @@ def _emit(text: str, out: str | None) -> None:
         sys.stdout.write(text)
 
 
+def _unread_flags(args: argparse.Namespace) -> None:
+    """inspect's flags that the mode chosen would not read are refused, never silently ignored;
+    then the defaults of those left out are filled in."""
+    if args.story:
+        picks = [("--data", args.data), ("--task", args.task), ("--split", args.split), ("--index", args.index),
+                 ("--all", args.all)]
+        given = next((flag for flag, value in picks if value is not None and value is not False), None)  # --index 0 too
+        if given:
+            raise MemnetError(f"{given}: --story gives the question itself, {given} picks questions of a data set; "
+                              f"drop one of the two")
+    elif args.min_probability is not None:
+        raise MemnetError("--min-probability: declines the answer to a --story question; a data set's questions are "
+                          "shown as the model answers them (drop it, or give --story)")
+    if args.all and args.index is not None:
+        raise MemnetError("--index: picks one question, --all walks the split; drop one of the two")
+    for flag, value in (("--limit", args.limit), ("--wrong-only", args.wrong_only)):
+        if value and not args.all:
+            raise MemnetError(f"{flag} goes with --all (walk the split's questions): add --all, or drop {flag}")
+    args.split, args.index = args.split or "test", args.index or 0
+    args.min_probability = MIN_PROBABILITY if args.min_probability is None else args.min_probability
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
+    _unread_flags(args)
     if args.format == "png" and not args.out:
         raise MemnetError("--format png needs --out FILE")
     if args.format == "png" and args.all:
@@ -158,9 +183,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         tables = [ask.answer(model, vocab, cfg, inspect.read_story(args.story), label=Path(args.story).name,
                              min_probability=args.min_probability, heads=args.heads, say=_note)]
     else:
-        folder, task, questions = _questions(args, cfg)
-        if not questions:
-            raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
+        _, _, questions = _questions(args, cfg)
         if args.all:
             tables = inspect.inspect_samples(model, vocab, cfg, questions,
                                              [f"{args.split} #{i}" for i in range(len(questions))], heads=args.heads)
@@ -189,10 +212,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from memnet import report
 
+    args.split = args.split or "test"
     model, cfg, vocab, _ = _load(args.checkpoint)
     folder, task, questions = _questions(args, cfg)
-    if not questions:
-        raise MemnetError(f"{folder}: expected {args.split} questions for task {task}, found none")
     html = report.build(model, vocab, cfg, questions, title=f"{args.checkpoint} on {folder}, task {task}, {args.split}",
                         limit=args.limit, task=task)
     report.write(args.out, html)

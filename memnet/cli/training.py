@@ -6,6 +6,7 @@ import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from memnet import babi, config, official
 from memnet.cli.common import CHECKPOINT_HELP, checkpoint_file, data_folder
@@ -115,6 +116,8 @@ def run_train(args: argparse.Namespace) -> int:
     run = None  # under torchrun process 0 writes the run; the others read it only to resume
     if here.main or args.resume:
         run = RunFolder(args.out, resume=args.resume, force=args.force, config_source=None if args.resume else source)
+    if args.resume:
+        refuse_changes(run, overrides, (args.config, source) if args.config is not None else None)
     result = train(cfg, run, progress=not args.quiet)
     if not here.main:
         return 0
@@ -129,6 +132,52 @@ def run_train(args: argparse.Namespace) -> int:
         print("nothing was saved: training was interrupted before any epoch could be chosen "
               "(linear start chooses none)", file=sys.stderr)
     return 130 if result["interrupted"] else 0
+
+
+FLAGS = {"data.dir": "--data", "data.task": "--task"}  # the config keys that flags of their own set
+
+
+def refuse_changes(run, overrides: dict[str, Any], preset: tuple[str, Path | None] | None = None) -> None:
+    """Under --resume the run continues with the config it saved: a flag, or a key of the
+    --config file `preset` (its name as given, its path), that asks for another value is refused,
+    naming the flag and the saved value, rather than silently ignored (the saved value is fine)."""
+    saved = config.from_dict(run.read_last()["config"])
+    from_file = _keys(_config_file(preset[1])) if preset is not None and preset[1] is not None else {}
+    asked = [(f"--config {preset[0]}", key, value) for key, value in from_file.items() if key not in overrides]
+    asked += [(FLAGS.get(key, f"--{key}"), key, value) for key, value in overrides.items()]
+    for flag, key, value in asked:
+        try:
+            wanted = _value(config.apply_overrides(saved, {key: value}), key)
+        except ConfigError as e:  # a key of another model type: never the saved value
+            wanted = e
+        have = _value(saved, key)
+        if wanted != have:
+            what = f"{flag} sets {key} {value!r}" if flag.startswith("--config") else f"{flag} {value}"
+            raise MemnetError(f"{what}: the run in {run.path} was saved with {key} {have!r}, and a resumed run keeps "
+                              f"its config; drop {flag.split()[0]} (or --force starts the run again with it)")
+
+
+def _config_file(path: Path) -> dict[str, Any]:
+    """The mapping a config file sets (config.load has read and checked it already)."""
+    import yaml
+
+    return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+
+def _keys(values: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'model': {'dim': 20}} -> {'model.dim': 20}."""
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(_keys(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def _value(cfg: config.Config, key: str) -> Any:
+    section, name = key.split(".", 1)
+    return getattr(getattr(cfg, section), name, None)
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -154,8 +203,9 @@ def run_eval(args: argparse.Namespace) -> int:
         raise ConfigError(f"--{e}") from None
     folder = data_folder(args.data, cfg.data.dir, args.checkpoint)
     samples = read_splits(folder, tasks, cfg.data.valid_fraction)[args.split]
-    if not any(samples.values()):
-        raise MemnetError(f"{folder}: no {args.split} questions for task {args.task or cfg.data.task}")
+    if not any(samples.values()):  # only a test split can be missing: train and valid are read strictly
+        name = babi.task_filename(tasks[0], args.split)
+        raise MemnetError(f"{folder}: expected a {args.split} file for task {tasks[0]} ({name}), found no such file")
     unknown = vocab.unknown(s for ss in samples.values() for s in ss)
     if unknown:
         print(f"memnet eval: {len(unknown)} word(s) not in the model's vocabulary read as <unk>: "
