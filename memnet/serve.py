@@ -148,18 +148,12 @@ def _text(text: str) -> str:
     return escape(_line(text))
 
 
-def fully_masked(t: Table, hop: int) -> bool:
-    """Hop `hop` could read no memory: an earlier hop chose every one (hard masking), so all its
-    weights are 0 and its argmax names no choice."""
-    return set(t.masked[hop]) >= set(range(len(t.memories))) and not any(t.attention[hop])
-
-
 def heat_map(t: Table) -> str:
     """The attention of `t` (already passed through inspect.shown) as an HTML table: a row per
     memory, a column per hop, each cell shaded by its weight (printed to 2 decimals), the hop's
     chosen memory outlined, memories masked by an earlier hop struck through; a hop that could
     read nothing is headed "all masked". The null memory's row follows where a hop used it."""
-    full = [fully_masked(t, k) for k in range(t.hops_used)]
+    full = [k in t.all_masked for k in range(t.hops_used)]
     head = "".join(f'<th class="masked" title="every memory was chosen by an earlier {t.step}">{t.step} {k + 1}'
                    f"<br>all masked</th>" if full[k] else f"<th>{t.step} {k + 1}</th>" for k in range(t.hops_used))
     rows = [f'<tr><th>id</th><th>sentence</th>{head}</tr>']

@@ -177,7 +177,7 @@ def test_wrong_path_and_host(served):
 def test_a_hop_that_could_read_nothing_shows_as_masked():
     # hard masking, two memories, three hops: hop 3 finds both chosen before, reads nothing
     t = Table(question="What color is Greg?", answer=None, memories=[(1, "Greg is a frog."), (2, "Brian is green.")],
-              attention=[[0.8, 0.2], [0.0, 1.0], [0.0, 0.0]], chosen=[0, 1, 1], masked=[[], [0], [0, 1]], support=[],
+              attention=[[0.8, 0.2], [0.0, 1.0], [0.0, 0.0]], chosen=[0, 1, None], masked=[[], [0], [0, 1]], support=[],
               prediction="green", probability=0.9, hops_used=3, max_hops=3, stop_reason="max hops",
               hop_answers=[("white", 0.5), ("green", 0.8), ("green", 0.9)])
     rows = Heat(serve.heat_map(t)).rows
