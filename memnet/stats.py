@@ -16,6 +16,7 @@ class SplitStats:
     facts_mean: float  # sentences (facts) per story
     facts_max: int
     support_mean: float  # supporting facts per question
+    before_question_mean: float  # facts told before each question (see facts_before_questions)
     vocab: set[str] = field(repr=False)
     answers: set[str] = field(repr=False)
 
@@ -23,6 +24,7 @@ class SplitStats:
         return {"stories": self.stories, "questions": self.questions,
                 "facts_per_story_mean": round(self.facts_mean, 3), "facts_per_story_max": self.facts_max,
                 "support_per_question_mean": round(self.support_mean, 3),
+                "facts_before_question_mean": round(self.before_question_mean, 3),
                 "vocab_size": len(self.vocab), "answers": sorted(self.answers)}
 
 
@@ -37,6 +39,21 @@ def vocabulary(stories: list[Story]) -> set[str]:
     return words
 
 
+def facts_before_questions(stories: list[Story]) -> list[int]:
+    """For each question, the facts told since its story began: the memory a model reads to
+    answer it. Facts per story alone hides where the questions fall: qa3's five questions
+    come after 30, 38, 48, 60 and 74 facts in the official train file (mean 50.0)."""
+    counts = []
+    for story in stories:
+        told = 0
+        for line in story.lines:
+            if line.is_question:
+                counts.append(told)
+            else:
+                told += 1
+    return counts
+
+
 def split_stats(stories: list[Story]) -> SplitStats:
     facts = [len(s.facts) for s in stories] or [0]
     questions = [q for s in stories for q in s.questions]
@@ -44,6 +61,7 @@ def split_stats(stories: list[Story]) -> SplitStats:
         stories=len(stories), questions=len(questions),
         facts_mean=mean(facts), facts_max=max(facts),
         support_mean=mean(len(q.support) for q in questions) if questions else 0.0,
+        before_question_mean=mean(facts_before_questions(stories)) if questions else 0.0,
         vocab=vocabulary(stories), answers={q.answer for q in questions})
 
 
@@ -80,6 +98,10 @@ def to_json(stats: dict, other: dict | None = None) -> dict:
     return result
 
 
+def _diff(a: float, b: float) -> float:
+    return (a - b) / b if b else 0.0
+
+
 def comparison(ours: dict, theirs: dict) -> dict:
     """Train split of `ours` against `theirs`: vocabulary overlap, answer sets, story length."""
     a, b = ours.get("train"), theirs.get("train")
@@ -92,7 +114,9 @@ def comparison(ours: dict, theirs: dict) -> dict:
         "vocab_missing": sorted(b.vocab - a.vocab),
         "same_answers": a.answers == b.answers,
         "facts_per_story": [round(a.facts_mean, 2), round(b.facts_mean, 2)],
-        "facts_per_story_diff": (a.facts_mean - b.facts_mean) / b.facts_mean if b.facts_mean else 0.0,
+        "facts_per_story_diff": _diff(a.facts_mean, b.facts_mean),
+        "facts_before_question": [round(a.before_question_mean, 2), round(b.before_question_mean, 2)],
+        "facts_before_question_diff": _diff(a.before_question_mean, b.before_question_mean),
         "questions_per_story": [round(a.questions / a.stories, 2), round(b.questions / b.stories, 2)],
     }
 
@@ -113,9 +137,9 @@ def format_table(stats: dict) -> str:
 
 
 def format_comparison(ours: dict, theirs: dict) -> str:
-    header = ("| task | questions | stories | facts/story | diff | questions/story | vocab | "
+    header = ("| task | questions | stories | facts/story | diff | facts before q | diff | questions/story | vocab | "
               "subset | coverage | same answers |")
-    rows = [header, "|" + " --- |" * 10]
+    rows = [header, "|" + " --- |" * 12]
     for task in ours:
         if task not in theirs or "train" not in ours[task] or "train" not in theirs[task]:
             continue
@@ -123,6 +147,8 @@ def format_comparison(ours: dict, theirs: dict) -> str:
         qs = c["questions_per_story"]
         rows.append(f"| {task} | {a.questions} / {b.questions} | {a.stories} / {b.stories} | "
                     f"{a.facts_mean:.1f} / {b.facts_mean:.1f} | {c['facts_per_story_diff']:+.1%} | "
+                    f"{a.before_question_mean:.1f} / {b.before_question_mean:.1f} | "
+                    f"{c['facts_before_question_diff']:+.1%} | "
                     f"{qs[0]:.1f} / {qs[1]:.1f} | {len(a.vocab)} / {len(b.vocab)} | "
                     f"{'yes' if c['vocab_subset'] else 'no: ' + ' '.join(c['vocab_extra'][:5])} | "
                     f"{c['vocab_coverage']:.1%} | {'yes' if c['same_answers'] else 'no'} |")

@@ -3,8 +3,11 @@ import json
 import subprocess
 import sys
 
-from memnet.babi import read_file
+import pytest
+
+from memnet.babi import parse_lines, read_file
 from memnet.cli import main
+from memnet.stats import facts_before_questions, split_stats
 
 
 def test_generate_is_a_pure_function_of_task_size_and_seed(tmp_path, capsys):
@@ -58,6 +61,15 @@ def test_compare_with_the_official_files(tmp_path, babi_dir, capsys):
     compare = json.loads(capsys.readouterr().out)["compare"]["16"]
     assert compare["vocab_subset"] and compare["vocab_coverage"] == 1.0 and compare["same_answers"]
     assert abs(compare["facts_per_story_diff"]) < 0.10
+    assert compare["facts_before_question"] == [9.0, 9.0] and compare["facts_before_question_diff"] == 0.0
+
+
+def test_facts_before_questions_counts_the_facts_told_so_far():
+    (story,) = parse_lines(["1 Mary went to the kitchen.", "2 Where is Mary? \tkitchen\t1",
+                            "3 John went to the garden.", "4 Mary went to the office.",
+                            "5 Where is Mary? \toffice\t4", "6 Where is John? \tgarden\t3"])
+    assert facts_before_questions([story]) == [1, 3, 3]  # facts only: earlier questions are not memory
+    assert split_stats([story]).before_question_mean == pytest.approx(7 / 3)
 
 
 def test_check_flags_the_ambiguous_official_induction_questions(babi_dir, capsys):

@@ -327,7 +327,11 @@ def two_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
 
 @register(3)
 def three_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
-    habits = Habits(move=0.53, get=0.23, drop=0.24, get_there=0.19, drop_there=0.22)
+    # people put things down a little less eagerly than they pick them up: objects stay carried
+    # longer, so questions come as early as in the official file (facts before a question: 50.0
+    # there; 50.0 here over seeds 0-15, 53.3 with get 0.23 and drop 0.24) while the share of
+    # moves, pick-ups and drops stays that of the official file (0.63, 0.19, 0.18)
+    habits = Habits(move=0.53, get=0.245, drop=0.225, get_there=0.19, drop_there=0.22)
     return tell_story(rng, knobs, where_was_object, habits)
 
 
