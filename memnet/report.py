@@ -1,8 +1,8 @@
 """A self-contained HTML report of a trained model on one split: the run's metrics, then every
 question's attention table as coloured cells, with a checkbox that shows only wrong answers.
-Questions whose story allows several answers (the solver of `memnet check` finds them among
-the official files) carry a flag beside the gold answer; a prediction that the story allows
-counts as ambiguous there, not wrong.
+Questions whose story allows several answers (the solver of `memnet check` finds them; in qa16
+the files pick one by a convention, the kind-mate introduced last) carry a flag beside the gold
+answer; a prediction that the story allows counts as ambiguous there, not wrong.
 
 One file, no network and no external assets (inline CSS and a few lines of inline JS), so it
 can be mailed, archived or opened offline.
@@ -121,7 +121,7 @@ def _table_html(t: Table, allowed: list[str]) -> str:
     t, allowed = shown(t), [safe.shown(a) for a in allowed]  # long words cut, control characters visible
     gold = escape(t.answer) if t.answer is not None else "none given"
     if len(allowed) > 1:
-        gold += (f' <span class="flag" title="memnet check: the story allows several answers">'
+        gold += (f' <span class="flag" title="the solver of memnet check: the story allows several answers">'
                  f'⚑ ambiguous: the story allows {escape(" or ".join(allowed))}</span>')
     head = "".join(f"<th>{t.step} {k + 1}</th>" if k not in t.all_masked
                    else f'<th title="{escape(t.all_masked_note())}">{t.step} {k + 1} (all masked)</th>'

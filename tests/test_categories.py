@@ -4,10 +4,10 @@ from collections import Counter
 
 import pytest
 
-from memnet.babi import CHAIN, Line, format_stories, samples, space_before_tab
+from memnet.babi import CHAIN, Line, format_stories, load_split, samples, space_before_tab
 from memnet.generator import Knobs, generate
 from memnet.generator.categories import CHAIN_SPECIES, CLASSES, plural
-from memnet.solver import check, solve
+from memnet.solver import Solution, check, solve
 
 TASKS = [15, 16, 20, CHAIN]
 
@@ -17,9 +17,9 @@ GOLDEN = {
         "5 Sheep are afraid of wolves.\n6 Mice are afraid of sheep.\n7 Winona is a mouse.\n8 Gertrude is a mouse.\n"
         "9 What is jessica afraid of?\tsheep\t4 3\n10 What is jessica afraid of?\tsheep\t4 3\n"
         "11 What is gertrude afraid of?\tsheep\t8 6\n12 What is emily afraid of?\twolf\t2 1\n",
-    16: "1 Bernhard is a lion.\n2 Greg is a rhino.\n3 Lily is a swan.\n4 Brian is a rhino.\n5 Bernhard is gray.\n"
-        "6 Lily is gray.\n7 Brian is white.\n8 Julius is a frog.\n9 Julius is gray.\n"
-        "10 What color is Greg?\twhite\t2 4 7\n",
+    16: "1 Bernhard is a swan.\n2 Julius is a frog.\n3 Lily is a swan.\n4 Brian is a swan.\n5 Greg is a swan.\n"
+        "6 Brian is green.\n7 Julius is white.\n8 Bernhard is gray.\n9 Lily is white.\n"
+        "10 What color is Greg?\tgreen\t5 4 6\n",  # the swans differ: Brian's kind was told last
     20: "1 Jason is thirsty.\n2 Where will jason go?\tkitchen\t1\n3 Sumit is tired.\n4 Where will sumit go?\tbedroom\t3\n"
         "5 Jason went to the kitchen.\n6 Why did jason go to the kitchen?\tthirsty\t1\n"
         "7 Sumit went back to the bedroom.\n8 Why did sumit go to the bedroom?\ttired\t3\n"
@@ -96,10 +96,46 @@ def test_chain_spreads_hops_uniformly():
     assert all(850 <= n <= 1150 for n in depths.values()), depths
 
 
-def test_solver_reports_two_defensible_colours():
+def test_solver_answers_differing_kind_mates_by_the_official_convention():
     facts = [Line(1, "Greg is a swan."), Line(2, "Lily is a swan."), Line(3, "Lily is green."),
              Line(4, "Brian is a swan."), Line(5, "Brian is white.")]
-    assert solve(16, facts, "What color is Greg?").answer == "green|white"
+    assert solve(16, facts, "What color is Greg?") == Solution("white", (1, 4, 5))  # Brian: the swan told last
+    assert solve(CHAIN, facts, "What color is Greg?").answer == "green|white"  # chain never allows two
     assert solve(16, facts[:3], "What color is Greg?") == solve(CHAIN, facts[:3], "What color is Greg?")
     assert solve(16, facts[:3], "What color is Greg?").support == (1, 2, 3)
 
+
+
+def _induction(stories) -> dict[str, float]:
+    """qa16's world as its questions show it: how many others of the asked animal's kind there
+    are, how often they differ in colour, and how often the asked animal is the last introduced."""
+    others, differ, last = Counter(), 0, 0
+    for sample in samples(stories):
+        kind = {f.text.split()[0]: f.text.split()[-1] for f in sample.facts if " a " in f.text}
+        colour = {f.text.split()[0]: f.text.split()[-1] for f in sample.facts if " a " not in f.text}
+        x = sample.question.text.split()[-1].rstrip("?")
+        mates = [y for y in kind if y != x and kind[y] == kind[x]]
+        others[len(mates)] += 1
+        differ += len({colour[y] for y in mates}) > 1
+        last += list(kind)[-1] == x
+    n = sum(others.values())
+    return {"differ": differ / n, "last": last / n, **{f"others={k}": v / n for k, v in others.items()}}
+
+
+# The official qa16 (train and test, 2000 questions), by _induction: its kind-mates differ in colour
+# in 150 (answered by the one whose kind was told last, test_solver_on_the_official_train_file),
+# the asked animal is the last introduced in 1162, and has 1, 3 or 4 others of its kind in 1781,
+# 193 and 26, never 2 (test_official_induction_world_is_the_stated_one).
+OFFICIAL_INDUCTION = {"differ": 0.075, "last": 0.581, "others=1": 0.8905, "others=3": 0.0965, "others=4": 0.013}
+
+
+def test_induction_world_is_the_official_one():
+    found = _induction(generate(16, 5000, seed=8))
+    assert set(found) == set(OFFICIAL_INDUCTION)  # never two others of its kind, as there
+    for key, official in OFFICIAL_INDUCTION.items():
+        assert abs(found[key] - official) < 0.02, (key, found[key])
+
+
+def test_official_induction_world_is_the_stated_one(babi_dir):
+    stories = load_split(babi_dir / "en", 16, "train") + load_split(babi_dir / "en", 16, "test")
+    assert _induction(stories) == pytest.approx(OFFICIAL_INDUCTION, abs=0.0005)

@@ -72,14 +72,21 @@ def test_facts_before_questions_counts_the_facts_told_so_far():
     assert split_stats([story]).before_question_mean == pytest.approx(7 / 3)
 
 
-def test_check_flags_the_ambiguous_official_induction_questions(babi_dir, capsys):
-    assert main(["check", str(babi_dir / "en"), "--task", "16"]) == 1
-    # each file's line exactly ("86 disagree" alone would pass 186), then its first 3 disagreements
+def test_check_flags_the_official_size_questions_citing_other_facts(babi_dir, capsys):
+    assert main(["check", str(babi_dir / "en"), "--task", "18"]) == 1
+    # each file's line exactly ("60 disagree" alone would pass 160), then its first 3 disagreements
     lines = capsys.readouterr().out.splitlines()
     assert [line for line in lines if not line.startswith("       ")] == [
-        "FAIL qa16_basic-induction_train.txt: 1000 questions, 86 disagree with the solver",
-        "FAIL qa16_basic-induction_test.txt: 1000 questions, 64 disagree with the solver"]
+        "FAIL qa18_size-reasoning_train.txt: 1000 questions, 60 disagree with the solver",
+        "FAIL qa18_size-reasoning_test.txt: 1000 questions, 39 disagree with the solver"]
     assert len(lines) == 2 + 2 * 3
+
+
+def test_check_agrees_with_every_official_induction_question(babi_dir, capsys):
+    # the 150 whose kind-mates differ in colour too: they answer with the one whose kind was told last
+    assert main(["check", str(babi_dir / "en"), "--task", "16"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"ok   qa16_basic-induction_{split}.txt: 1000 questions, 0 disagree with the solver" for split in ("train", "test")]
 
 
 def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from memnet import babi, checkpoint
+from memnet import babi, checkpoint, solver
 from memnet.cli import build_parser, main
 from memnet.data import encode_samples
 
@@ -219,7 +219,14 @@ def test_report(capsys, inspect_run, tmp_path):
     page.feed(html)
     assert "http://" not in html and "https://" not in html and not page.urls
     assert page.tables.count("attention") == len(everything)
-    assert page.sections.count("question wrong") == sum(not t["correct"] for t in everything)
+    # generated qa16 asks a few questions whose kind-mates differ in colour (the file answers from the one
+    # introduced last): a prediction of another of their colours is flagged ambiguous, not wrong
+    samples = list(babi.samples(babi.load_split(inspect_run["data"], 16, "test")))
+    allowed = [solver.answers(16, q.facts, q.question.text) for q in samples]
+    lenient = [not t["correct"] and len(a) > 1 and t["prediction"] in a for t, a in zip(everything, allowed)]
+    assert sum(len(a) > 1 for a in allowed) > 0  # the check below sees some
+    assert page.sections.count("question wrong") == sum(not t["correct"] for t in everything) - sum(lenient)
+    assert page.sections.count("question ambiguous") == sum(lenient)
     assert {"metrics", "hops-used", "wrong-only"} <= page.ids
     assert any(i.get("type") == "checkbox" and i.get("id") == "wrong-only" for i in page.inputs) and page.scripts == 1
     # every metric in its own row, with the value `memnet eval` gives on the same questions
@@ -240,18 +247,20 @@ def test_report(capsys, inspect_run, tmp_path):
     used = Counter(t["hops_used"] for t in everything)
     assert re.findall(r'<tr><td class="num">(\d+)</td><td class="num">(\d+)</td>', html) == [
         (str(k), str(used[k])) for k in (1, 2, 3)]
-    # each question labelled by its place, one section after another; the generator's stories each allow
-    # one answer (the solver's), so no flag, and nothing is left out: no note
+    # each question labelled by its place, one section after another, a flag on each question with several
+    # allowed answers, and nothing is left out: no note
     assert re.findall(r"<h3>([^<]*)</h3>", html) == [f"#{i}: {t['question']}" for i, t in enumerate(everything)]
-    assert html.count("</section>\n<section ") == len(everything) - 1 and "⚑" not in html
-    wrong = sum(not t["correct"] for t in everything)
-    assert (f'id="wrong-only"> show only wrong answers ({wrong} of {len(everything)})</label></div>\n\n'
-            '<p class="sub">Darker cells') in html
+    assert html.count("</section>\n<section ") == len(everything) - 1
+    assert html.count("⚑ ambiguous: the story allows") == sum(len(a) > 1 for a in allowed)
+    wrong = sum(not t["correct"] for t in everything) - sum(lenient)
+    flagged = f"; ambiguous (⚑): {sum(len(a) > 1 for a in allowed)}, of which {sum(lenient)} answered with another answer"
+    assert (f'id="wrong-only"> show only wrong answers ({wrong} of {len(everything)}{flagged} the story allows)'
+            '</label></div>\n\n<p class="sub">Darker cells') in html
     code, _, _ = run(capsys, "report", "--checkpoint", inspect_run["checkpoint"], "--data", inspect_run["data"],
                      "--out", out, "--limit", 5)
     page = _Page()
     page.feed(out.read_text())
-    later_wrong = sum(not t["correct"] for t in everything[5:])
+    later_wrong = sum(not t["correct"] and not ok for t, ok in zip(everything[5:], lenient[5:]))
     assert later_wrong, "the tiny model should get some question after the fifth wrong"
     assert code == 0 and page.tables.count("attention") == 5 + later_wrong  # the first 5, then every wrong answer
     hidden = len(everything) - 5 - later_wrong

@@ -9,14 +9,18 @@ belong to a species. A species' rule is told before any of its members, then fou
     1 Mice are afraid of wolves.        2 Gertrude is a mouse.
     9 What is gertrude afraid of?   wolf   2 1
 
-Task 16, basic induction. Five animals; in this world every species has one colour, so all
-coloured animals of a species agree and the question is never ambiguous. The asked animal has
-a same-species partner and no colour fact; support = (its species fact, the partner's species
-fact, the partner's colour fact), the partner being the one whose species fact is latest,
-as in the official files:
+Task 16, basic induction. Five animals, each of a random kind; an animal often (LOOKALIKE)
+has the colour last told of its kind, else any colour, so animals of a kind usually agree
+but not always. Each animal's kind is told, and later its colour, in a random order; the
+story stops before the last colour would be told, and asks for it. The answer is induced from
+the animal of the same kind introduced last: support = (the asked animal's kind fact, that
+animal's kind fact, its colour fact). Where the asked animal's kind-mates differ in colour
+(7.5% of the questions, as in the official files) the answer still comes from the one
+introduced last, which is how the official files answer all their 150 such questions:
 
-    6 Julius is a swan.  7 Julius is green.  9 Greg is a swan.
-    10 What color is Greg?   green   9 6 7
+    1 Bernhard is a swan.  3 Lily is a swan.  4 Brian is a swan.  5 Greg is a swan.
+    6 Brian is green.  8 Bernhard is gray.  9 Lily is white.
+    10 What color is Greg?   green   5 4 6
 
 Task 20, agents' motivations. Four agents each get a motivation (drawn with replacement),
 go where it leads and, if the object there is still free, take it; one agent acts at a time.
@@ -68,9 +72,9 @@ def article(kind: str) -> str:
     return "an" if kind[0] in "aeiou" else "a"
 
 
-def _ordered(rng: random.Random, facts: list[str], after: dict[int, int]) -> list[int]:
-    """A random order of fact indices in which fact i comes after fact after[i]."""
-    waiting = set(range(len(facts)))
+def _ordered(rng: random.Random, n: int, after: dict[int, int]) -> list[int]:
+    """A random order of fact indices 0..n-1 in which fact i comes after fact after[i]."""
+    waiting = set(range(n))
     order: list[int] = []
     while waiting:
         ready = sorted(i for i in waiting if after.get(i) is None or after[i] in order)
@@ -91,32 +95,61 @@ EXTRA_NAMES = ["Gertrude", "Winona", "Emily", "Jessica"]  # only when actors > 5
 INDUCTION_SPECIES = ["frog", "lion", "swan", "rhino"]
 
 
+# the chance that an animal has the colour last told of its kind (otherwise any colour), set so
+# that the asked animal's kind-mates differ in colour as often as in the official files (7.5% of
+# the questions; 7.5% here over seeds 0-5, 6.6% with 0.5). Three animals of a kind then show
+# the official mix of colours (one colour in 37% of cases, there 36%), two share theirs in 57%
+# (there 66%): no single chance matches both
+LOOKALIKE = 0.42
+# the asked animal never has exactly two others of its kind: none of the 2000 official questions
+# does; with kinds drawn at random otherwise it has one, three or four others in 89%, 10% and
+# 1% of the stories, as in the official files (89%, 9.7%, 1.3%)
+NEVER_PARTNERS = 2
+
+
+def _told_order(rng: random.Random, n: int) -> list[int]:
+    """The order in which the facts of n animals are told: fact i is animal i's kind, fact
+    n + i its colour, told after its kind; each next fact is drawn among those that can come."""
+    return _ordered(rng, 2 * n, {n + i: i for i in range(n)})
+
+
+def _kinds(rng: random.Random, names: list[str], x: str) -> dict[str, str]:
+    """Every animal's kind, drawn until x has others of its kind (the question's premise) and
+    not exactly NEVER_PARTNERS of them."""
+    while True:
+        kind = {name: rng.choice(INDUCTION_SPECIES) for name in names}
+        others = sum(kind[y] == kind[x] for y in names if y != x)
+        if others and others != NEVER_PARTNERS:
+            return kind
+
+
 @register(16)
 def induction(rng: random.Random, knobs: Knobs) -> Story:
     n = knob(knobs.actors, 5, 2, len(INDUCTION_NAMES + EXTRA_NAMES), "actors")  # a pair shares a species
     pool = INDUCTION_NAMES if n <= len(INDUCTION_NAMES) else INDUCTION_NAMES + EXTRA_NAMES
     names = _pick(pool, n, "actors", rng)
-    while True:  # the asked animal needs a partner of its species
-        species = {name: rng.choice(INDUCTION_SPECIES) for name in names}
-        asked = [x for x in names if sum(s == species[x] for s in species.values()) > 1]
-        if asked:
-            break
-    x = rng.choice(asked)
-    colour_of = {s: rng.choice(COLOURS) for s in INDUCTION_SPECIES}  # one colour per species
-    facts = [f"{name} is a {species[name]}." for name in names]
-    after = {}
-    for i, name in enumerate(names):
-        if name != x:
-            after[len(facts)] = i  # an animal's colour is told after its species
-            facts.append(f"{name} is {colour_of[species[name]]}.")
-    order = _ordered(rng, facts, after)
-    ids = {fact_index: k + 1 for k, fact_index in enumerate(order)}
-    lines = [Line(ids[i], facts[i]) for i in order]
-    partners = [i for i, name in enumerate(names) if name != x and species[name] == species[x]]
-    partner = max(partners, key=ids.get)  # the latest species fact, as the official files choose
-    colour_fact = next(j for j, i in after.items() if i == partner)
-    support = (ids[names.index(x)], ids[partner], ids[colour_fact])
-    lines.append(Line(len(lines) + 1, f"What color is {x}?", colour_of[species[x]], support))
+    order = _told_order(rng, n)
+    x = names[order.pop() - n]  # the story stops before the last colour: the question asks for it
+    kind = _kinds(rng, names, x)
+    ids: dict[int, int] = {}  # fact index -> line id
+    colour: dict[str, str] = {}  # the colours told so far, in the order told
+    lines: list[Line] = []
+    for i in order:
+        name = names[i % n]
+        if i < n:
+            text = f"{name} is {article(kind[name])} {kind[name]}."
+        else:
+            seen = [colour[y] for y in colour if kind[y] == kind[name]]
+            colour[name] = seen[-1] if seen and rng.random() < LOOKALIKE else rng.choice(COLOURS)
+            text = f"{name} is {colour[name]}."
+        ids[i] = len(lines) + 1
+        lines.append(Line(ids[i], text))
+    # induction from the animal of x's kind introduced last; where the others of x's kind differ
+    # in colour, the official files answer with that one's too (150 of their 150 such questions)
+    partner = max((y for y in names if y != x and kind[y] == kind[x]), key=lambda y: ids[names.index(y)])
+    k = names.index(partner)
+    support = (ids[names.index(x)], ids[k], ids[n + k])
+    lines.append(Line(len(lines) + 1, f"What color is {x}?", colour[partner], support))
     return Story(lines)
 
 
@@ -137,7 +170,7 @@ def deduction(rng: random.Random, knobs: Knobs) -> Story:
     for name in names:  # a species' rule is told before its members
         after[len(facts)] = rules.index(species[name])
         facts.append(f"{name} is {article(species[name])} {species[name]}.")
-    order = _ordered(rng, facts, after)
+    order = _ordered(rng, len(facts), after)
     ids = {fact_index: k + 1 for k, fact_index in enumerate(order)}
     lines = [Line(ids[i], facts[i]) for i in order]
     for _ in range(knobs.questions or 4):

@@ -8,7 +8,8 @@ Colour questions (16 and chain) take the shortest derivation of the asked name's
 its own colour fact (1 fact); its species' colour rule (2); another member of its species
 and that member's colour (3, induction); or a link up the class hierarchy ("Swans are
 wumpuses.") followed by any of these for the class. Among equally short derivations the one
-with the latest facts is preferred (qa16's partner is the one whose species fact is latest).
+with the latest facts is preferred (qa16's partner is the one whose species fact is latest);
+where they disagree, qa16 answers by that convention (the official files' own), chain with all.
 """
 from __future__ import annotations
 
@@ -87,17 +88,34 @@ class _Kinds:
         return out
 
 
-@register(16)
-@register(CHAIN)
-def solve_colour(facts: Sequence[Line], question: str) -> Solution:
+def _shortest(facts: Sequence[Line], question: str) -> list[tuple[str, tuple[int, ...]]]:
+    """The shortest derivations of the asked name's colour, those with the latest facts first."""
     m = re.fullmatch(r"What color is (\w+)\?", question)
     found = _Kinds(facts).of_name(m[1]) if m else []
     if not found:
-        return NOT_FOUND
+        return []
     depth = min(len(ids) for _, ids in found)
     shortest = [d for d in found if len(d[1]) == depth]
     shortest.sort(key=lambda d: d[1][1:], reverse=True)  # latest facts beyond the name's own first
-    return _answer(shortest)
+    return shortest
+
+
+@register(CHAIN)
+@register(16, allowing=True)
+def solve_colour(facts: Sequence[Line], question: str) -> Solution:
+    """Every colour the shortest derivations give: chain stories never allow two, and `check`
+    reports a chain question that does."""
+    shortest = _shortest(facts, question)
+    return _answer(shortest) if shortest else NOT_FOUND
+
+
+@register(16)
+def solve_induction(facts: Sequence[Line], question: str) -> Solution:
+    """Where the animals of the asked one's kind differ in colour, qa16 answers with the colour
+    of the one whose kind was told last: all 150 such official questions do (and 139 of them
+    also with the latest colour told), and so does the generator."""
+    shortest = _shortest(facts, question)
+    return Solution(*shortest[0]) if shortest else NOT_FOUND
 
 
 # ---------------------------------------------------------------------------- task 15
