@@ -42,7 +42,8 @@ def generate(task: int | str, n: int, seed: int = 0, split: str = "train", out: 
     arguments give the same stories as `memnet generate --seed SEED` writes to its SPLIT file.
     With `out`, the stories are also written there in the official format and file name
     (OUT/qa16_basic-induction_train.txt), so that `train(data=out)` reads them. `knobs` are
-    memnet.generator.Knobs' (questions, length, actors, distractors, hops)."""
+    memnet.generator.Knobs' (questions, length, actors, distractors, hops); a knob the task does
+    not take is refused as `memnet generate` refuses it."""
     task = _one_task(task, split)
     if out is not None and not os.fspath(out):  # Path('') is the current folder: files would land there unasked
         raise MemnetError("out: expected a folder, found an empty string (write '.' for the current folder)")

@@ -66,10 +66,14 @@ def test_generate_is_the_generator_and_writes_what_memnet_generate_writes(tmp_pa
     ((1, 5), {"colour": 1}, "colour: not a knob of the generator (questions, length, actors, distractors, hops)"),
     (("1-3", 5), {}, "task: expected one task, found '1-3'"),
     ((1, 0), {}, "n: expected at least 1 question, found 0"),
+    ((1, 5), {"distractors": 3}, "distractors: task 1 (single supporting fact) takes no distractors; its knobs are "
+                                 "questions, length, actors"),
+    ((16, 5), {"hops": 2}, "hops: task 16 (basic induction) takes no hops; its knob is actors"),
 ])
-def test_generate_refuses_what_it_cannot_generate(args, kwargs, message):
+def test_generate_refuses_what_it_cannot_generate(args, kwargs, message, tmp_path):
     with pytest.raises(MemnetError, match=re.escape(message)):
-        memnet.generate(*args, **kwargs)
+        memnet.generate(*args, **kwargs, out=tmp_path / "out")
+    assert not (tmp_path / "out").exists()
 
 
 def test_load_tasks_reads_a_folder_as_training_splits_it(tmp_path, babi_fixtures):

@@ -386,8 +386,23 @@ GENERATE_ERRORS = [
     (["--task", "chain", "--questions", "20", "--hops", "15"], "task chain: questions/hops: too many for one story"),
     (["--task", "1,5", "--actors", "9"], "task 1: actors: expected 1 to 8"),  # checked before any task is written
     (["--task", "2,5", "--actors", "5"], "task 5: actors: expected 2 to 4"),
-    (["--task", "1-3", "--hops", "3"], "--hops: a setting of the chain family, which --task 1-3 does not include; drop "
-                                       "--hops, or add chain to --task"),  # not ignored
+    # a knob the task does not take is refused, not ignored (every task and knob: test_generators)
+    (["--task", "1", "--distractors", "3"], "--distractors: task 1 (single supporting fact) takes no --distractors; "
+                                            "its knobs are --questions, --length, --actors"),
+    (["--task", "16", "--questions", "2"], "--questions: task 16 (basic induction) takes no --questions; its knob is --actors"),
+    (["--task", "4", "--actors", "3"], "--actors: task 4 (two arg relations) takes no --actors; its knobs are --questions, "
+                                       "--length"),
+    (["--task", "chain", "--actors", "3"], "--actors: task chain takes no --actors; its knobs are --questions, --length, "
+                                           "--distractors, --hops"),
+    (["--task", "1,19", "--distractors", "1"], "--distractors: task 1 (single supporting fact) takes no --distractors"),
+    (["--task", "1-20", "--distractors", "3"], "--distractors: tasks 1-18 and 20 take no --distractors, only 19 and chain "
+                                               "do; drop --distractors, or give it in a run of its own with --task 19,chain"),
+    (["--task", "15-20", "--length", "3"], "--length: tasks 15, 16 and 20 take no --length, only 1-14, 17-19 and chain do; "
+                                           "drop --length, or give it in a run of its own with --task 1-14,17-19,chain"),
+    (["--task", "1-3", "--hops", "3"], "--hops: tasks 1-3 take no --hops, only chain does; drop --hops, or give it in a "
+                                       "run of its own with --task chain"),
+    (["--task", "chain", "--length", "12", "--distractors", "2"], "task chain: length/distractors: either one sets the "
+                                                                  "distractors"),  # distractors would override length
 ]
 
 

@@ -5,7 +5,7 @@ import argparse
 import json
 
 from memnet import generator, official, solver, stats
-from memnet.babi import CHAIN, SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
+from memnet.babi import SPLITS, BabiFormatError, Story, Task, find_task_file, folder_tasks, parse_tasks, read_file
 from memnet.cli import integer
 from memnet.errors import MemnetError
 from memnet.files import kind
@@ -18,7 +18,11 @@ FOLDER_HELP = ("folder of bAbI files, or the name of an official set (en, en-val
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("generate", help="write bAbI-style task files from the simulated world")
+    p = subparsers.add_parser("generate", help="write bAbI-style task files from the simulated world",
+                              description="Write bAbI-style task files from the simulated world. The knobs "
+                                          "(--questions, --length, --actors, --distractors, --hops) change a task's "
+                                          "official setting; a task refuses a knob its world does not use, and the "
+                                          "message names the knobs it takes.")
     p.add_argument("--task", default="1-20", help="task number, range (1-20), list (1,2,16) or 'chain' (default: 1-20)")
     p.add_argument("--train", type=integer(0), default=1000, help="training questions per task (default: 1000; 0: no train file)")
     p.add_argument("--valid", type=integer(0), default=0, help="validation questions per task (default: 0, no valid file)")
@@ -30,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--actors", type=integer(1, KNOB_MAX),
                    help="number of actors/entities (default: official; each task has its own range)")
     p.add_argument("--distractors", type=integer(0, KNOB_MAX), help="distractor sentences (default: official)")
-    p.add_argument("--hops", type=integer(1, MAX_HOPS),  # None: told from a --hops given (cmd_generate)
+    p.add_argument("--hops", type=integer(1, MAX_HOPS),
                    help=f"chain family: questions need 1..HOPS hops, HOPS at most {MAX_HOPS} (default: 4)")
     p.set_defaults(func=cmd_generate)
 
@@ -98,14 +102,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.train == args.valid == args.test == 0:
         raise MemnetError("--train, --valid and --test are all 0: expected at least one split with questions")
     tasks = _tasks(args.task)
-    if args.hops is not None and CHAIN not in tasks:  # the other tasks would ignore it
-        raise MemnetError(f"--hops: a setting of the chain family, which --task {args.task} does not include; "
-                          f"drop --hops, or add chain to --task")
-    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops or 4)
+    knobs = generator.Knobs(args.questions, args.length, args.actors, args.distractors, args.hops)
     available = generator.available_tasks()
     missing = [t for t in tasks if t not in available]
     if missing:
         raise MemnetError(f"no generator yet for task(s) {', '.join(map(str, missing))}")
+    generator.unread_knobs(tasks, knobs, flag="--")  # a knob a task would ignore is refused, never dropped
     for task in tasks:  # every task's knobs, before the first file is written
         generator.check(task, knobs)
     for task in tasks:

@@ -1,7 +1,9 @@
 """The story generator: every bAbI task (and memnet's chain family) from a simulated world.
 
 Each task module registers a function ``story(rng, knobs) -> Story`` that builds one story
-from its own small world simulation, using only the `random.Random` it is given. The
+from its own small world simulation, using only the `random.Random` it is given, together
+with the knobs that function reads (``@register(1, knobs=...)``): a knob given to a task
+that does not read it is refused, never silently ignored (`unread_knobs`). The
 dataset is then a pure function of (task, split, size, seed): the same arguments give
 byte-identical files on any machine, and train and test draw from disjoint seed streams.
 """
@@ -11,9 +13,10 @@ import importlib
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from dataclasses import fields
+from typing import Callable, Collection, Iterator
 
-from memnet.babi import CHAIN, Line, Story, Task, space_before_tab, task_filename, write_file
+from memnet.babi import CHAIN, TASK_NAMES, Line, Story, Task, space_before_tab, task_filename, write_file
 from memnet.errors import MemnetError
 
 
@@ -28,14 +31,15 @@ KNOB_MAX = 1000
 class Knobs:
     """Optional changes to a task's official setting; None keeps the official default.
 
-    Each task documents which knobs it honours (see its module).
+    Each task declares the knobs it honours when it registers (HONOURS); a knob given (not
+    None) to a task that does not honour it is refused.
     """
 
     questions: int | None = None  # questions per story
     length: int | None = None  # story length: facts per story, or facts between questions
     actors: int | None = None  # number of actors / entities in the world
     distractors: int | None = None  # irrelevant sentences mixed in
-    hops: int = 4  # chain family: questions need 1..hops hops
+    hops: int | None = None  # chain family: questions need 1..hops hops (default 4)
 
     def __post_init__(self):
         # 0 must not read as "the official setting" (the tasks write `knobs.questions or 5`), and
@@ -44,6 +48,10 @@ class Knobs:
             value = getattr(self, name)
             if value is not None and not lo <= value <= KNOB_MAX:
                 raise KnobError(f"{name}: expected {lo} to {KNOB_MAX}, found {value}")
+
+    def given(self) -> list[str]:
+        """The names of the knobs set (not None), in field order."""
+        return [f.name for f in fields(self) if getattr(self, f.name) is not None]
 
 
 def knob(value: int | None, default: int, lo: int, hi: int | None, name: str) -> int:
@@ -56,16 +64,64 @@ def knob(value: int | None, default: int, lo: int, hi: int | None, name: str) ->
 
 StoryFn = Callable[[random.Random, Knobs], Story]
 GENERATORS: dict[Task, StoryFn] = {}
+HONOURS: dict[Task, tuple[str, ...]] = {}  # task -> the knobs its story function reads, in field order
+KNOB_NAMES = tuple(f.name for f in fields(Knobs))
 
 # modules whose import registers their tasks
 _MODULES = ["locations", "narratives", "relations", "categories"]
 
 
-def register(task: Task) -> Callable[[StoryFn], StoryFn]:
+def register(task: Task, knobs: Collection[str]) -> Callable[[StoryFn], StoryFn]:
+    """Register `task`'s story function with the knobs it reads (each a field of Knobs)."""
+    unknown = set(knobs) - set(KNOB_NAMES)
+    if unknown:  # a misspelt declaration would refuse a knob the task reads
+        raise ValueError(f"task {task}: {', '.join(sorted(unknown))}: not a field of Knobs ({', '.join(KNOB_NAMES)})")
+
     def wrap(fn: StoryFn) -> StoryFn:
         GENERATORS[task] = fn
+        HONOURS[task] = tuple(k for k in KNOB_NAMES if k in knobs)
         return fn
     return wrap
+
+
+def _title(task: Task) -> str:
+    """'task 1 (single supporting fact)', 'task chain'."""
+    return f"task {task}" if task == CHAIN else f"task {task} ({TASK_NAMES[int(task)].replace('-', ' ')})"
+
+
+def _spans(tasks: list[Task], sep: str = ", ") -> str:
+    """'1-18, 20, chain': runs of consecutive task numbers as ranges (sep ',' gives a --task spec)."""
+    numbers, runs = sorted(int(t) for t in tasks if t != CHAIN), []  # runs: [first, last]
+    for n in numbers:
+        if runs and runs[-1][1] == n - 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    words = [str(a) if a == b else f"{a}{sep}{b}" if b == a + 1 else f"{a}-{b}" for a, b in runs]
+    return sep.join(words + [CHAIN] * (CHAIN in tasks))
+
+
+def unread_knobs(tasks: list[Task], knobs: Knobs, flag: str = "") -> None:
+    """KnobError for the first knob given that one of `tasks` does not read, naming the tasks that
+    ignore it; `flag` ('--') spells the knobs as the command line does."""
+    _load()
+    for name in knobs.given():
+        deaf = [t for t in tasks if t in HONOURS and name not in HONOURS[t]]
+        if len(deaf) == 1:
+            own = ", ".join(flag + k for k in HONOURS[deaf[0]])
+            raise KnobError(f"{flag}{name}: {_title(deaf[0])} takes no {flag}{name}; "
+                            f"its knob{'s are' if ',' in own else ' is'} {own}")
+        if deaf:
+            takers = [t for t in available_tasks() if name in HONOURS[t]]
+            raise KnobError(f"{flag}{name}: tasks {_and(_spans(deaf))} take no {flag}{name}, only "
+                            f"{_and(_spans(takers))} {'does' if len(takers) == 1 else 'do'}; drop {flag}{name}, "
+                            f"or give it in a run of its own with --task {_spans(takers, ',')}")
+
+
+def _and(words: str) -> str:
+    """'1, 2, chain' -> '1, 2 and chain'."""
+    head, _, last = words.rpartition(", ")
+    return f"{head} and {last}" if head else last
 
 
 def _load() -> None:
@@ -90,6 +146,7 @@ def stories(task: Task, size: int, seed: int, split: str = "train", knobs: Knobs
     _load()
     if task not in GENERATORS:
         raise KeyError(f"no generator for task {task!r}")
+    unread_knobs([task], knobs)
     rng = random.Random(f"memnet/{task}/{split}/{seed}")  # str seeds hash the same on every machine
     count = 0
     while count < size:
@@ -132,5 +189,5 @@ def available_tasks() -> list[Task]:
     return [t for t in [*range(1, 21), CHAIN] if t in GENERATORS]
 
 
-__all__ = ["Knobs", "KnobError", "knob", "GENERATORS", "register", "stories", "generate", "check", "write_dataset",
+__all__ = ["Knobs", "KnobError", "knob", "GENERATORS", "HONOURS", "KNOB_NAMES", "register", "unread_knobs", "stories", "generate", "check", "write_dataset",
            "available_tasks", "Line", "Story"]

@@ -29,9 +29,9 @@ Every fact is followed by its question; support = the agent's motivation fact:
     1 Sumit is tired.                 2 Where will sumit go?   bedroom   1
     3 Sumit went back to the bedroom. 4 Why did sumit go to the bedroom?   tired   1
 
-Knobs honoured: 15: questions (default 4), actors (named animals, default 4, at most 4);
-16: actors (animals, default 5, 2 to 9); 20: actors (agents, default 4, at most 4).
-Other knobs do not apply to these tasks and are ignored.
+Knobs honoured (declared at each @register): 15: questions (default 4), actors (named
+animals, default 4, at most 4); 16: actors (animals, default 5, 2 to 9); 20: actors (agents,
+default 4, at most 4). Other knobs do not apply to these tasks and are refused.
 
 Chain (memnet's own family, ``memnet.babi.CHAIN``). One question form, "What color is X?",
 for every depth, so the story alone decides how many hops a question needs. A question of
@@ -50,7 +50,8 @@ chains about other names, species and classes; no symbol is shared between chain
 asked name has exactly one derivation and the question cannot be ambiguous. All facts are
 shuffled and the questions come at the end. Knobs honoured: hops (K, default 4), questions
 (per story, default 1), length (facts per story, default 10), distractors (distractor facts;
-default: whatever fills the story to `length`).
+default: whatever fills the story to `length`). Length and distractors are two ways to say
+one thing, so giving both is refused.
 """
 from __future__ import annotations
 
@@ -123,7 +124,7 @@ def _kinds(rng: random.Random, names: list[str], x: str) -> dict[str, str]:
             return kind
 
 
-@register(16)
+@register(16, {"actors"})
 def induction(rng: random.Random, knobs: Knobs) -> Story:
     n = knob(knobs.actors, 5, 2, len(INDUCTION_NAMES + EXTRA_NAMES), "actors")  # a pair shares a species
     pool = INDUCTION_NAMES if n <= len(INDUCTION_NAMES) else INDUCTION_NAMES + EXTRA_NAMES
@@ -159,7 +160,7 @@ DEDUCTION_NAMES = ["Gertrude", "Winona", "Emily", "Jessica"]
 DEDUCTION_SPECIES = ["mouse", "cat", "sheep", "wolf"]
 
 
-@register(15)
+@register(15, {"questions", "actors"})
 def deduction(rng: random.Random, knobs: Knobs) -> Story:
     names = _pick(DEDUCTION_NAMES, knobs.actors or 4, "actors", rng)
     fears = {s: rng.choice([t for t in DEDUCTION_SPECIES if t != s]) for s in DEDUCTION_SPECIES}
@@ -190,7 +191,7 @@ GO = ["went to", "went back to", "journeyed to", "travelled to", "moved to"]
 GET = ["got", "grabbed", "took", "picked up"]
 
 
-@register(20)
+@register(20, {"actors"})
 def motivations(rng: random.Random, knobs: Knobs) -> Story:
     agents = _pick(AGENTS, knobs.actors or 4, "actors", rng)
     motive = {a: rng.choice(list(PLACE)) for a in agents}
@@ -245,17 +246,20 @@ def _chain(rng: random.Random, h: int, free: dict[str, list[str]]) -> tuple[str,
     return x, colour, facts + [f"{y} is {article(top)} {top}.", f"{y} is {colour}."]
 
 
-@register(CHAIN)
+@register(CHAIN, {"hops", "questions", "length", "distractors"})
 def chain(rng: random.Random, knobs: Knobs) -> Story:
     free = {"names": CHAIN_NAMES[:], "species": CHAIN_SPECIES[:], "classes": CLASSES[:]}
     for pool in free.values():
         rng.shuffle(pool)
     asked = []
     hops = knob(knobs.hops, 4, 1, MAX_HOPS, "hops")
+    if knobs.length is not None and knobs.distractors is not None:  # distractors would override length unsaid
+        raise KnobError("length/distractors: either one sets the distractors (length: the facts a story is filled "
+                        "up to; distractors: how many), so give one of the two")
     for _ in range(knobs.questions or 1):
         made = _chain(rng, rng.randint(1, hops), free)
         if made is None:
-            raise KnobError(f"questions/hops: too many for one story ({knobs.questions} questions, up to {knobs.hops} hops)")
+            raise KnobError(f"questions/hops: too many for one story ({knobs.questions or 1} questions, up to {hops} hops)")
         asked.append(made)
     facts = [f for _, _, chain_facts in asked for f in chain_facts]
     left = knobs.distractors if knobs.distractors is not None else max(0, (knobs.length or 10) - len(facts))

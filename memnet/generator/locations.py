@@ -23,10 +23,11 @@ How a story unfolds (read off the official v1.2 train files):
   question in STALL facts ends early, after its last question (task 3 only, about 1 story
   in 100: nobody carries an object long enough; the others always find one).
 
-Knobs honoured by every task here: `questions` (per story, default 5), `length` (facts
-per chunk between question chances, default 2) and `actors` (people, default 4, at most 8;
-past the official four the names come from the other bAbI tasks). `distractors` is not
-honoured: every fact here is a move or an object handled, and each can be asked about.
+Knobs honoured by every task here (KNOBS, all read by `tell_story`): `questions` (per story,
+default 5), `length` (facts per chunk between question chances, default 2) and `actors`
+(people, default 4, at most 8; past the official four the names come from the other bAbI
+tasks). `distractors` is refused: every fact here is a move or an object handled, and each
+can be asked about.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ GETS = ["got", "took", "grabbed", "picked up"]
 DROPS = ["dropped", "left", "discarded", "put down"]
 GIVES = ["gave", "passed", "handed"]
 NUMBERS = ["none", "one", "two", "three"]
+KNOBS = {"questions", "length", "actors"}  # what tell_story reads, so every task here
 RECENT = 5  # a question's key fact is among this many latest facts
 STALL = 150  # facts without a question before a story gives up (the official gaps reach 122)
 
@@ -315,17 +317,17 @@ def tell_story(rng: random.Random, knobs: Knobs, asker: Callable[[World], list[t
     return Story(world.lines)
 
 
-@register(1)
+@register(1, KNOBS)
 def single_supporting_fact(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, where_is_actor, Habits(get=0, drop=0))
 
 
-@register(2)
+@register(2, KNOBS)
 def two_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, where_is_object)
 
 
-@register(3)
+@register(3, KNOBS)
 def three_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
     # people put things down a little less eagerly than they pick them up: objects stay carried
     # longer, so questions come as early as in the official file (facts before a question: 50.0
@@ -335,27 +337,27 @@ def three_supporting_facts(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, where_was_object, habits)
 
 
-@register(6)
+@register(6, KNOBS)
 def yes_no_questions(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, is_actor_in)
 
 
-@register(7)
+@register(7, KNOBS)
 def counting(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, how_many, Habits(move=0.55, get=0.18, drop=0.17, give=0.6))
 
 
-@register(8)
+@register(8, KNOBS)
 def lists_sets(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, what_carrying, Habits(move=0.55, get=0.2, drop=0.25, drop_there=0.15))
 
 
-@register(9)
+@register(9, KNOBS)
 def simple_negation(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, is_actor_in, Habits(move=0.5, is_in=0.25, unsure=0.25, get=0, drop=0))
 
 
-@register(10)
+@register(10, KNOBS)
 def indefinite_knowledge(rng: random.Random, knobs: Knobs) -> Story:
     return tell_story(rng, knobs, is_actor_in, Habits(move=0.5, is_in=0.25, unsure=0.25, get=0, drop=0),
                       unsure="either", people=PEOPLE_10, places=PLACES_10)

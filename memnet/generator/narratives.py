@@ -13,13 +13,16 @@ Knobs honoured (None keeps the official setting):
   12  questions (5), actors (4, at least 2), length (facts between questions: 2)
   13  questions (5), actors (4, at least 2), length (facts between questions: 2, in pairs)
   14  questions (5), actors (4), length (facts between questions: 2)
-No task here has distractors of its own: the moves of the other actors play that part.
+No task here has distractors of its own (--distractors is refused): the moves of the other
+actors play that part.
 """
 from __future__ import annotations
 
 import random
 
 from memnet.generator import Knobs, Line, Story, knob, register
+
+KNOBS = {"questions", "length", "actors"}  # what each task here reads (the table above)
 
 MOVES = ["went to", "moved to", "journeyed to", "went back to", "travelled to"]
 ROOMS = ["bathroom", "bedroom", "garden", "hallway", "kitchen", "office"]
@@ -89,7 +92,7 @@ def _give_questions(gives: list[tuple[str, str, str]]) -> list[tuple[str, str]]:
     return [(q, a) for q, a, about, slot in forms if {g[slot] for g in gives if about(g)} == {a}]
 
 
-@register(5)
+@register(5, KNOBS)
 def three_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
     actors = GIVERS[: knob(knobs.actors, 4, 2, len(GIVERS), "actors")]
     n_questions, gap = knob(knobs.questions, 5, 1, None, "questions"), knob(knobs.length, 2, 1, None, "length")
@@ -149,7 +152,7 @@ def _where_is(rng: random.Random, t: _Teller, last_seen: dict[str, int], where: 
     t.ask(f"Where is {actor}?", where[actor], support[actor])
 
 
-@register(11)
+@register(11, KNOBS)
 def basic_coreference(rng: random.Random, knobs: Knobs) -> Story:
     people = PEOPLE[: knob(knobs.actors, 4, 1, len(PEOPLE), "actors")]
     pairs = max(1, knob(knobs.length, 2, 1, None, "length") // 2)
@@ -169,7 +172,7 @@ def basic_coreference(rng: random.Random, knobs: Knobs) -> Story:
     return t.story()
 
 
-@register(12)
+@register(12, KNOBS)
 def conjunction(rng: random.Random, knobs: Knobs) -> Story:
     people = PEOPLE[: knob(knobs.actors, 4, 2, len(PEOPLE), "actors")]
     where: dict[str, str] = {}
@@ -187,7 +190,7 @@ def conjunction(rng: random.Random, knobs: Knobs) -> Story:
     return t.story()
 
 
-@register(13)
+@register(13, KNOBS)
 def compound_coreference(rng: random.Random, knobs: Knobs) -> Story:
     people = PEOPLE[: knob(knobs.actors, 4, 2, len(PEOPLE), "actors")]
     pairs = max(1, knob(knobs.length, 2, 1, None, "length") // 2)
@@ -223,7 +226,7 @@ FLASHBACK = [0.45, 0.17, 0.3]
 EARLY = 0.37  # chance of a question after the first chunk already: most official stories wait for a second
 
 
-@register(14)
+@register(14, KNOBS)
 def time_reasoning(rng: random.Random, knobs: Knobs) -> Story:
     actors = TRAVELLERS[: knob(knobs.actors, 4, 1, len(TRAVELLERS), "actors")]
     gap = knob(knobs.length, 2, 1, None, "length")

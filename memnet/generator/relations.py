@@ -32,7 +32,8 @@ path's directions ("s,e"), support = the path's facts in walking order. The fact
 tree, so the path is unique. Unlike the official files (7% of stories), no two rooms share
 a cell; and the shuffle is uniform, where the official path facts lean towards the end.
 
-Knobs honoured (official default in brackets); the others do not apply and are ignored:
+Knobs honoured (official default in brackets, declared at each @register); the others do
+not apply and are refused:
   4:  questions per story [1]; length = facts [2], 2 to 5 (rooms in the line = length + 1)
   17: questions per story [8]; length = facts [2], 2 to 5 (shapes in the chain = length + 1)
   18: questions per story [5]; length = facts told before questions are tried [5], 1 to 7
@@ -99,7 +100,7 @@ def _walk(rng: random.Random, n: int, steps: dict[str, tuple[int, int]]) -> tupl
 
 # ---------------------------------------------------------------------------- task 4
 
-@register(4)
+@register(4, {"questions", "length"})
 def two_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
     n = knob(knobs.length, 2, 2, len(ROOMS) - 1, "length")
     rooms = rng.sample(ROOMS, n + 1)
@@ -118,7 +119,7 @@ def two_arg_relations(rng: random.Random, knobs: Knobs) -> Story:
 
 # ---------------------------------------------------------------------------- task 17
 
-@register(17)
+@register(17, {"questions", "length"})
 def positional_reasoning(rng: random.Random, knobs: Knobs) -> Story:
     n = knob(knobs.length, 2, 2, len(SHAPES) - 1, "length")
     shapes = rng.sample(SHAPES, n + 1)
@@ -154,7 +155,7 @@ def _size_fact(rng: random.Random, big: str, small: str) -> str:
     return f"The {small} fits inside the {big}." if rng.random() < 0.5 else f"The {big} is bigger than the {small}."
 
 
-@register(18)
+@register(18, {"questions", "length"})
 def size_reasoning(rng: random.Random, knobs: Knobs) -> Story:
     block = knob(knobs.length, 5, 1, 7, "length")  # two blocks never exhaust the 15 pairs
     n_questions = knob(knobs.questions, 5, 1, 100, "questions")
@@ -182,7 +183,7 @@ def size_reasoning(rng: random.Random, knobs: Knobs) -> Story:
 
 # ---------------------------------------------------------------------------- task 19
 
-@register(19)
+@register(19, {"length", "distractors"})
 def path_finding(rng: random.Random, knobs: Knobs) -> Story:
     steps = knob(knobs.length, 2, 1, len(ROOMS) - 1, "length")
     decoys = knob(knobs.distractors, 3, 0, len(ROOMS) - 1 - steps, "distractors")
