@@ -464,6 +464,11 @@ def empty_split(inspect_run, tmp_path_factory):
     (["inspect", "--min-probability", "0.9"], "--min-probability: declines the answer to a --story question; a data "
                                               "set's questions are shown as the model answers them (drop it, or give "
                                               "--story)"),
+    (["inspect", "--format", "json", "--color", "always"], "--color: colours the text format only, and --format json "
+                                                          "has no colour; drop --color"),
+    (["inspect", "--format", "csv", "--color", "never", "--out", "t.csv"], "--color: colours the text format only, and "
+                                                                          "--format csv has no colour; drop --color"),
+    (["inspect", "--format", "png", "--color", "always", "--out", "t.png"], "--format png has no colour; drop --color"),
     (["report", "--limit", "0", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found 0"),
     (["report", "--limit", "-1", "--out", "r.html"], "argument --limit: expected a whole number >= 1, found -1"),
 ])
@@ -472,6 +477,30 @@ def test_model_command_limits(capsys, model, tmp_path, monkeypatch, args, messag
     code, out, err = run(capsys, *args[:1], *model, *args[1:])
     assert_one_line(code, err, args[0], message)
     assert out == "" and files(tmp_path) == {}
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json"])
+def test_ask_refuses_color_with_a_format_without_colour(capsys, inspect_run, hostile_story, monkeypatch, fmt):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("Brian is a frog.\nWhat color is Brian?\n"))
+    for story in ([], ["--story", hostile_story]):
+        code, out, err = run(capsys, "ask", "--checkpoint", inspect_run["checkpoint"], *story, "--format", fmt,
+                             "--color", "always")
+        assert_one_line(code, err, "ask", f"--color: colours the text format only, and --format {fmt} has no colour")
+        assert out == ""
+
+
+@pytest.mark.parametrize("color", [None, "auto", "always", "never"])
+def test_inspect_out_is_what_standard_output_gets(capsys, model, tmp_path, color):
+    """--out is standard output in a file: --color always colours it as it colours a redirected stdout
+    (not ignored), auto and never do not (a file is no terminal)."""
+    flag = ["--color", color] if color else []
+    code, out, _ = run(capsys, "inspect", *model, *flag)
+    assert code == 0
+    code, _, err = run(capsys, "inspect", *model, *flag, "--out", tmp_path / "t.txt")
+    written = (tmp_path / "t.txt").read_text()
+    assert code == 0 and err == f"wrote {tmp_path / 't.txt'}\n"
+    assert written == out  # captured stdout is no terminal either: auto gives no colour there too
+    assert ("\033[" in written) == (color == "always")
 
 
 @pytest.mark.parametrize("args", [["inspect", "--all"], ["inspect"], ["report", "--out", "r.html"]])

@@ -46,8 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--format", default="text", choices=FORMATS,
                    help="text (default), markdown, json, csv or png (a heatmap; needs --out)")
     p.add_argument("--out", help="write to this file instead of standard output (required for png)")
-    p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
-                   help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    _color_flag(p, "; always also colours the text written to --out, as to standard output")
     p.add_argument("--heads", action="store_true",
                    help="transformer models: also the question's attention per layer and head (text, markdown, json)")
     _min_probability(p, "with --story: ", default=None)  # None: given or not (_unread_flags)
@@ -71,8 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint", required=True, type=checkpoint_file, help=CHECKPOINT_HELP)
     p.add_argument("--story", help="answer the question at the end of this story file (bAbI format) and exit")
     p.add_argument("--format", default="text", choices=("text", "markdown", "json"), help="table format (default: text)")
-    p.add_argument("--color", default="auto", choices=("auto", "always", "never"),
-                   help="colour in text format: auto (on a terminal, unless NO_COLOR is set), always, never")
+    _color_flag(p)
     _min_probability(p)
     p.set_defaults(func=cmd_ask)
 
@@ -86,6 +84,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="port to listen on at 127.0.0.1 (default: 8000); 0 picks a free one")
     _min_probability(p)
     p.set_defaults(func=cmd_serve)
+
+
+def _color_flag(p: argparse.ArgumentParser, more: str = "") -> None:
+    # None, not "auto": a --color given is told from one left out (_unread_color)
+    p.add_argument("--color", choices=("auto", "always", "never"),
+                   help="colour the text format: auto (the default: on a terminal, unless NO_COLOR is set), always, "
+                        f"never{more}; the other formats have no colour and refuse it")
 
 
 def _min_probability(p: argparse.ArgumentParser, when: str = "", default: float | None = MIN_PROBABILITY) -> None:
@@ -113,10 +118,19 @@ def _questions(args: argparse.Namespace, cfg) -> tuple[str, int | str, list]:
     return folder, task, load_samples(folder, task, args.split, cfg.data.valid_fraction)
 
 
+def _unread_color(args: argparse.Namespace) -> None:
+    """--color given with a format that has no colour is refused, never silently ignored."""
+    if args.color is not None and args.format != "text":
+        raise MemnetError(f"--color: colours the text format only, and --format {args.format} has no colour; "
+                          f"drop --color")
+
+
 def _color(args: argparse.Namespace, stream) -> bool:
+    """Whether to colour text written to `stream` (None: a file of --out, which is no terminal).
+    `always` colours a file too, as it does standard output redirected to one."""
     from memnet.inspect import use_color
 
-    return args.color == "always" or (args.color == "auto" and use_color(stream))
+    return args.color == "always" or (args.color in (None, "auto") and stream is not None and use_color(stream))
 
 
 def _warn(tables: list[Table]) -> None:
@@ -172,6 +186,7 @@ def _unread_flags(args: argparse.Namespace) -> None:
 
 def cmd_inspect(args: argparse.Namespace) -> int:
     _unread_flags(args)
+    _unread_color(args)
     if args.format == "png" and not args.out:
         raise MemnetError("--format png needs --out FILE")
     if args.format == "png" and args.all:
@@ -205,7 +220,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         inspect.heatmap(tables[0], args.out)
         print(f"wrote {args.out}", file=sys.stderr)
         return 0
-    _emit(inspect.render(tables, args.format, color=not args.out and _color(args, sys.stdout)), args.out)
+    _emit(inspect.render(tables, args.format, color=_color(args, None if args.out else sys.stdout)), args.out)
     return 0
 
 
@@ -223,6 +238,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    _unread_color(args)
     from memnet import ask, inspect
 
     model, cfg, vocab, _ = _load(args.checkpoint)
