@@ -333,7 +333,7 @@ def test_html_table_exactly():
 def test_html_gold_answer_and_its_flag():
     assert "gold <b>none given</b> " in report._table_html(table(answer=None), [])
     flagged = report._table_html(table(), ["kitchen", "hallway"])
-    assert ('gold <b>kitchen <span class="flag" title="memnet check: the story allows several answers">'
+    assert ('gold <b>kitchen <span class="flag" title="the solver of memnet check: the story allows several answers">'
             "⚑ ambiguous: the story allows kitchen or hallway</span></b> "
             '<span class="verdict ambiguous">≈ the story allows this answer too</span>') in flagged
 

@@ -215,8 +215,11 @@ def test_command_line_errors(capsys, inspect_run):
 
 def test_it_prints_the_url_and_stops_on_ctrl_c(inspect_run):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # SIGINT's default action: a shell's background job (a CI runner's, say) runs with SIGINT ignored,
+    # which the server would inherit, and Python then never turns the test's Ctrl-C into KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, "-m", "memnet", "serve", "--checkpoint", str(inspect_run["checkpoint"]),
-                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
+                             "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         line = proc.stdout.readline()
         url = line.split()[1] if line.startswith("open http://127.0.0.1:") else None
