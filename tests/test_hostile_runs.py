@@ -29,6 +29,8 @@ from memnet import checkpoint
 from memnet.cli import main
 from memnet.errors import MemnetError
 
+from test_hostile import assert_one_line, files  # the hostile suite's own checks: one line, and every file left
+
 ROOT = Path(__file__).resolve().parents[1]
 QA16_TEST = "qa16_basic-induction_test.txt"
 WORD = "x" * 3_000_000  # a word of megabytes
@@ -39,17 +41,6 @@ def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out, err = capsys.readouterr()
     return code, out, err
-
-
-def assert_one_line(code, err, command, message, status=2):
-    assert code == status, err
-    assert err.startswith(f"memnet {command}: error: ") and err.count("\n") == 1, err
-    assert message in err, err
-
-
-def files(folder: Path) -> dict[str, bytes]:
-    """Every regular file under `folder` (temporary and lock files included) with its bytes."""
-    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 # ---------------------------------------------------------------------------- long words
