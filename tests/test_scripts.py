@@ -51,14 +51,19 @@ def test_bench_speed_reports_each_run_and_the_spread(babi_fixtures, capsys, monk
     assert low - 0.05 <= float(ratio.split()[4].rstrip("x")) <= high + 0.05
 
 
-def test_the_reference_copy_gets_exactly_its_two_fixes_and_six(tmp_path):
-    reference = script("reference_memn2n")
-    source = tmp_path / "repo" / "memn2n"
+def checkout(root: Path, files: dict[str, str]) -> Path:
+    """A stand-in for a MemN2N-pytorch checkout: `files` under root/memn2n."""
+    source = root / "memn2n"
     source.mkdir(parents=True)
-    (source / "data_utils.py").write_text('words = [x.strip() for x in parts if x.strip()]\n')
-    (source / "trainer.py").write_text("total = loss.data[0]\n")
-    (source / "model.py").write_text("unchanged = True\n")
-    reference.prepare(tmp_path / "repo", tmp_path / "out")
+    for name, text in files.items():
+        (source / name).write_text(text)
+    return root
+
+
+def test_the_reference_copy_gets_exactly_its_two_fixes_and_six(tmp_path):
+    repo = checkout(tmp_path / "repo", {"data_utils.py": "words = [x.strip() for x in parts if x.strip()]\n",
+                                        "trainer.py": "total = loss.data[0]\n", "model.py": "unchanged = True\n"})
+    script("reference_memn2n").prepare(repo, tmp_path / "out")
     assert (tmp_path / "out" / "data_utils.py").read_text() == 'words = [x.strip() for x in parts if x and x.strip()]\n'
     assert (tmp_path / "out" / "trainer.py").read_text() == "total = loss.item()\n"
     assert (tmp_path / "out" / "model.py").read_text() == "unchanged = True\n"
@@ -66,13 +71,9 @@ def test_the_reference_copy_gets_exactly_its_two_fixes_and_six(tmp_path):
 
 
 def test_the_reference_copy_refuses_another_version(tmp_path):
-    reference = script("reference_memn2n")
-    source = tmp_path / "repo" / "memn2n"
-    source.mkdir(parents=True)
-    (source / "data_utils.py").write_text("words = parts\n")
-    (source / "trainer.py").write_text("total = loss.item()\n")
+    repo = checkout(tmp_path / "repo", {"data_utils.py": "words = parts\n", "trainer.py": "total = loss.item()\n"})
     with pytest.raises(SystemExit, match="not commit a28dd92"):
-        reference.prepare(tmp_path / "repo", tmp_path / "out")
+        script("reference_memn2n").prepare(repo, tmp_path / "out")
 
 
 def test_docs_pictures_draws_the_readmes_seed_story():
