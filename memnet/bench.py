@@ -15,8 +15,10 @@ preset_hash is the sha256 of the preset's checked config (canonical JSON) less w
 A job whose record is there is not run again, so a stopped bench resumes where it stopped.
 
 What trained a job is in its record too (memnet.train_on): "train_data": "official" (the --data
-set's train and valid files), or "generated" with the count, seed and generator hash of the
-generated stories it trained on (tested on --data's test file all the same). Records of another
+set's train and valid files), "generated" with the count, seed and generator hash of the
+generated stories it trained on (tested on --data's test file all the same), or
+"official+generated": the official train file and that many generated questions, chosen on the
+official valid file. Records of another
 training source are other jobs, and tables keep them apart. Every record also says how much of
 the test the training vocabulary never covered (test_unseen_answer, test_unseen_word,
 unseen_words; memnet.train_on.unseen).
@@ -173,8 +175,10 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
     path = out / RECORDS
     done = {key(r): r for r in read_records(path, repair=say)} if path.exists() else {}
     jobs = [Job(p, t, k, data, training) for p in presets for t in tasks for k in sets]
-    for t in tasks if training.generated else []:  # a missing test file stops the bench before any job trains
+    for t in tasks if training.generated else []:  # a missing file stops the bench before any job trains
         train_on.test_file(data, t)
+        if training.official:
+            train_on.official_files(data, t)
     for p in presets:
         older = {r["preset_hash"] for k, r in done.items() if k[0] == p.name}
         if older - {p.hash}:
@@ -191,8 +195,7 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         from memnet import cluster
         how = f"through submitit ({submitit[0]})"
         finished = cluster.records(todo, run_job, code, out / "submitit", *submitit) if todo else iter(())
-    trained = f", trained on {training.questions} generated questions per task" if training.generated else ""
-    say(f"{len(jobs)} jobs{trained}: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
+    say(f"{len(jobs)} jobs{training.says}: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
     for i, record in enumerate(finished, 1):
         append(path, record)
         done[key(record)] = record
@@ -373,6 +376,10 @@ def title(records: list[dict[str, Any]], candidates: int = 0) -> str:
     generated = list(dict.fromkeys(train_on.label(r) for r in records if train_on.label(r) != "official"))
     if not generated:
         return f"{what} on {data}: {over}"
+    if all(g.startswith("official+") for g in generated):
+        made = "; ".join(f"{n} generated questions per task, generator {h}" for n, h in (g.split(":")[1:] for g in generated))
+        return (f"{what} trained on the official train file and generated stories, valid and test official ({data}): "
+                f"{over}; trained on the official questions and {made} (seed = train.seed)")
     made = "; ".join(f"{n} generated questions per task, valid {max(1, int(n) // 10)} generated, generator {h}"
                      for n, h in (g.split(":")[1:] for g in generated))
     return (f"{what} trained on generated stories, tested on official test ({data}): {over}; trained on "

@@ -369,6 +369,61 @@ def test_a_generated_bench_resumes_and_another_count_is_another_job(generated, t
     assert [r["train_questions"] for r in records(out)] == [100] * 4 + [50]
 
 
+# ---------------------------------------------------------------------------- --train-on official+generated
+
+
+@pytest.fixture(scope="module")
+def mixed(data, tmp_path_factory):
+    """A bench trained on the tiny data's train file and 100 generated questions per task: {out, stdout}."""
+    out = tmp_path_factory.mktemp("bench_mixed") / "out"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(bench_args(data, out, "--train-on", "official+generated:100")) == 0
+    return {"out": out, "stdout": stdout.getvalue()}
+
+
+def test_official_and_generated_training_joins_the_train_files_and_keeps_the_official_valid(data, tmp_path):
+    train = train_on.parse("official+generated:100")
+    folder, source = train_on.folder(train, str(data), 1, 200, tmp_path)
+    generated = tmp_path / "gen"
+    (written,) = generator.write_dataset(generated, 1, train=100, test=0, seed=200)
+    official = (data / babi.task_filename(1, "train")).read_bytes()
+    assert (tmp_path / babi.task_filename(1, "train")).read_bytes() == official + written.read_bytes()
+    for split in ("valid", "test"):
+        assert (tmp_path / babi.task_filename(1, split)).read_bytes() == (data / babi.task_filename(1, split)).read_bytes()
+    questions = {s: sum(len(st.questions) for st in babi.load_split(folder, 1, s)) for s in ("train", "valid")}
+    assert questions == {"train": 200 + 100, "valid": 50}
+    assert source == {"train_data": "official+generated", "train_questions": 100, "generator_seed": 200,
+                      "generator_hash": train_on.generator_hash(),
+                      "generated_sha256": hashlib.sha256(written.read_bytes()).hexdigest()}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["gen", *(babi.task_filename(1, s) for s in babi.SPLITS)])
+
+
+def test_a_mixed_bench_is_its_own_column_chosen_on_the_official_valid(mixed, serial, generated, tmp_path, capsys):
+    assert "4 jobs, trained on the official train file and 100 generated questions per task" in mixed["stdout"]
+    rs = records(mixed["out"])
+    assert {(r["train_data"], r["train_questions"], "valid_questions" in r) for r in rs} == {("official+generated", 100, False)}
+    path = tmp_path / "records.jsonl"
+    path.write_text("".join((b["out"] / "records.jsonl").read_text() for b in (serial, generated, mixed)))
+    assert main(["bench", "--table", str(path)]) == 0
+    titles = [part.splitlines()[0] for part in capsys.readouterr().out.split("\n\n")]
+    assert len(titles) == 3 and "generated" not in titles[0] and "generated valid split" in titles[1]
+    assert "trained on the official train file and generated stories, valid and test official" in titles[2]
+    assert "100 generated questions per task, generator " in titles[2] and "generated valid" not in titles[2]
+
+
+def test_mixed_training_needs_the_official_valid_file(test_only, data, tmp_path, capsys):
+    folder = tmp_path / "no_valid"
+    folder.mkdir()
+    for split in ("train", "test"):
+        shutil.copyfile(data / babi.task_filename(1, split), folder / babi.task_filename(1, split))
+    assert main(["bench", "--tasks", "1", "--sets", "1", "--data", str(folder), "--out", str(tmp_path / "o"),
+                 "--train-on", "official+generated:10"]) == 2
+    err = capsys.readouterr().err
+    assert "no valid file of task 1 (expected qa1_single-supporting-fact_valid.txt" in err and err.count("\n") == 1
+    assert not (tmp_path / "o" / "records.jsonl").exists()
+
+
 def test_records_of_two_generators_or_sources_never_share_a_table(tmp_path):
     gen = {"train_data": "generated", "train_questions": 1000}
     rs = [record("a", 1, 0, 0.1, 0.1), record("a", 1, 0, 0.2, 0.2, **gen, generator_hash="1" * 64),
@@ -394,7 +449,8 @@ def test_unseen_counts_the_test_questions_training_could_not_cover():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--out", "o", "--train-on", "generated:0"], "--train-on: expected official, generated or generated:N"),
+    (["--out", "o", "--train-on", "generated:0"], "--train-on: expected official, generated[:N] or official+generated[:N]"),
+    (["--out", "o", "--train-on", "official+generated:x"], "found 'official+generated:x'"),
     (["--out", "o", "--train-on", "synthetic"], "found 'synthetic'"),
     (["--table", "r.jsonl", "--train-on", "generated"], "--train-on: --table prints a records file's table"),
     (["--out", "o", "--train-on", "generated", "--tasks", "3"],

@@ -33,8 +33,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--train-on", metavar="SOURCE", dest="train_on",
                    help="what each model trains on: official (the --data set's train and valid files; the default), "
                         "generated (1000 questions per task of memnet's generator, 100 more as valid) or generated:N "
-                        "(N, and N/10 as valid); set k generates with seed 100 k, and the test is --data's test file "
-                        "either way")
+                        "(N, and N/10 as valid), or official+generated[:N] (the official train file and N generated "
+                        "questions, chosen on the official valid file); set k generates with seed 100 k, and the test "
+                        "is --data's test file always")
     p.add_argument("--out", help="folder of the bench: records.jsonl, presets/ (the config behind each hash)")
     p.add_argument("--jobs", type=integer(1), default=1,
                    help="runs at once, each in its own local process with one thread (default: 1)")
