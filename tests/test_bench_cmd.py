@@ -36,10 +36,14 @@ def bench_args(data, out, *more):
 @pytest.fixture(scope="module")
 def serial(data, tmp_path_factory):
     """One bench run, one job at a time: {out, stdout}."""
-    out = tmp_path_factory.mktemp("bench") / "out"
+    return bench_run(data, tmp_path_factory.mktemp("bench") / "out")
+
+
+def bench_run(data, out, *more):
+    """A bench of bench_args that must succeed: {out, stdout}."""
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        assert main(bench_args(data, out)) == 0
+        assert main(bench_args(data, out, *more)) == 0
     return {"out": out, "stdout": stdout.getvalue()}
 
 
@@ -316,11 +320,7 @@ def test_only(data, tmp_path_factory):
 @pytest.fixture(scope="module")
 def generated(test_only, tmp_path_factory):
     """A bench trained on 100 generated questions per task: {out, stdout}."""
-    out = tmp_path_factory.mktemp("bench_generated") / "out"
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        assert main(bench_args(test_only, out, "--train-on", "generated:100")) == 0
-    return {"out": out, "stdout": stdout.getvalue()}
+    return bench_run(test_only, tmp_path_factory.mktemp("bench_generated") / "out", "--train-on", "generated:100")
 
 
 def test_generated_training_never_reads_the_official_train_or_valid(generated, test_only, tmp_path, capsys):
@@ -375,11 +375,7 @@ def test_a_generated_bench_resumes_and_another_count_is_another_job(generated, t
 @pytest.fixture(scope="module")
 def mixed(data, tmp_path_factory):
     """A bench trained on the tiny data's train file and 100 generated questions per task: {out, stdout}."""
-    out = tmp_path_factory.mktemp("bench_mixed") / "out"
-    stdout = io.StringIO()
-    with contextlib.redirect_stdout(stdout):
-        assert main(bench_args(data, out, "--train-on", "official+generated:100")) == 0
-    return {"out": out, "stdout": stdout.getvalue()}
+    return bench_run(data, tmp_path_factory.mktemp("bench_mixed") / "out", "--train-on", "official+generated:100")
 
 
 def test_official_and_generated_training_joins_the_train_files_and_keeps_the_official_valid(data, tmp_path):
