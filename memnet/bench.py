@@ -10,6 +10,10 @@ older docs are sets 0, 1, 2, ...). Each finished job appends one line to OUT/rec
      "test_error": 0.001, "failed": false, "mean_hops": 1.0, "hops_match_facts": 1.0,
      "hop_accuracy": [1.0, null, null], "test_questions": 1000, "seconds": 41.3}
 
+With --joint a job is (preset, seed set k): one model trained on all the tasks together, as
+`memnet train --task 1-20` trains (the joint preset), and a record per task from it, each with
+"joint": [the tasks]; those records keep to a table of their own.
+
 preset_hash is the sha256 of the preset's checked config (canonical JSON) less what a job sets
 (data.dir, data.task, train.seed) and train.threads; OUT/presets/NAME-HASH.yaml holds that config.
 A job whose record is there is not run again, so a stopped bench resumes where it stopped.
@@ -105,49 +109,76 @@ def commit() -> tuple[str | None, bool | None]:
 @dataclass(frozen=True)
 class Job:
     preset: Preset
-    task: int
+    tasks: tuple[int, ...]  # one task, or with --joint every task one model trains on
     set: int
     data: str  # the data folder, absolute
     training: train_on.TrainOn = train_on.TrainOn()  # the official files, or generated stories
+    joint: bool = False
 
     @property
-    def key(self) -> tuple[str, str, int, int, str]:
-        return self.preset.name, Path(self.data).name, self.task, self.set, self.training.label
+    def keys(self) -> list[tuple[str, str, int, int, str]]:
+        """The keys of the records the job writes: one per task."""
+        source = self.training.label + JOINT * self.joint
+        return [(self.preset.name, Path(self.data).name, t, self.set, source) for t in self.tasks]
+
+    @property
+    def name(self) -> str:
+        what = f"joint qa{min(self.tasks)}-{max(self.tasks)}" if self.joint else f"qa{self.tasks[0]}"
+        return f"{self.preset.name} {what} set {self.set}"
+
+
+JOINT = " joint"  # what a joint run's records add to their source in a key
+
+
+def source(record: dict[str, Any]) -> str:
+    """What trained a record's model: train_on.label, and " joint" where one model learnt every task."""
+    return train_on.label(record) + JOINT * bool(record.get("joint"))
 
 
 def key(record: dict[str, Any]) -> tuple[str, str, int, int, str]:
-    return record["preset"], record.get("data", ""), record["task"], record["set"], train_on.label(record)
+    return record["preset"], record.get("data", ""), record["task"], record["set"], source(record)
 
 
-def run_job(job: Job, code: tuple[str | None, bool | None]) -> dict[str, Any]:
-    """Train one job in this process; its record (without a test split: an error)."""
+def run_job(job: Job, code: tuple[str | None, bool | None]) -> list[dict[str, Any]]:
+    """Train one job in this process: one model on its task, or with job.joint on all its tasks
+    together; a record per task (without a test split: an error)."""
     from memnet.trainer import train  # torch loads in the process that trains
 
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memnet-bench-") as tmp:  # generated stories live only for the run
-        folder, source = train_on.folder(job.training, job.data, job.task, SEED_STEP * job.set, Path(tmp))
-        values = config.merge(job.preset.values, {"data.dir": folder, "data.task": str(job.task),
+        sources = {}
+        for t in job.tasks:
+            folder, sources[t] = train_on.folder(job.training, job.data, t, SEED_STEP * job.set, Path(tmp))
+        values = config.merge(job.preset.values, {"data.dir": folder, "data.task": ",".join(map(str, job.tasks)),
                                                   "train.seed": SEED_STEP * job.set})
         cfg = config.from_dict(values)
         result = train(cfg, None, progress=False, log=False)
         if result["interrupted"]:
             raise KeyboardInterrupt
-        if "test" not in result:
-            raise MemnetError(f"{job.data}: expected a test file for task {job.task} "
-                              f"({babi.task_filename(job.task, 'test')}), found no such file")
-        unseen = train_on.unseen(result["vocab"], babi.samples(babi.load_split(folder, job.task, "test")))
-    test, valid = result["test"]["tasks"][str(job.task)], result["valid"]["tasks"][str(job.task)]
-    match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)
-    return {"preset": job.preset.name, "preset_hash": job.preset.hash, "commit": code[0], "dirty": code[1],
-            "data": Path(job.data).name, "task": job.task, "set": job.set, "seed": cfg.train.seed,
+        missing = [t for t in job.tasks if str(t) not in result.get("test", {}).get("tasks", {})]
+        if missing:
+            raise MemnetError(f"{job.data}: expected a test file for task {missing[0]} "
+                              f"({babi.task_filename(missing[0], 'test')}), found no such file")
+        unseen = {t: train_on.unseen(result["vocab"], babi.samples(babi.load_split(folder, t, "test")))
+                  for t in job.tasks}
+    seconds = round(time.perf_counter() - began, 1)
+    joint = {"joint": list(job.tasks)} if job.joint else {}
+    records = []
+    for t in job.tasks:
+        test, valid = result["test"]["tasks"][str(t)], result["valid"]["tasks"][str(t)]
+        match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)
+        records.append({
+            "preset": job.preset.name, "preset_hash": job.preset.hash, "commit": code[0], "dirty": code[1],
+            "data": Path(job.data).name, "task": t, "set": job.set, "seed": cfg.train.seed,
             "restarts": cfg.train.restarts, "valid_error": round(valid["error"], 6), "test_error": round(test["error"], 6),
             "failed": is_failed(test["error"]), "mean_hops": test["mean_hops"],
             "hops_match_facts": match / test["n"] if test["n"] else None, "hop_accuracy": test["hop_accuracy"],
-            "test_questions": test["n"], **source, **unseen, "seconds": round(time.perf_counter() - began, 1)}
+            "test_questions": test["n"], **sources[t], **unseen[t], **joint, "seconds": seconds})
+    return records
 
 
-def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None]) -> Iterator[dict[str, Any]]:
-    """The jobs' records as they finish: here one after another, or in `processes` local processes."""
+def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None]) -> Iterator[list[dict[str, Any]]]:
+    """Each job's records as it finishes: here one after another, or in `processes` local processes."""
     if processes == 1:
         for job in jobs:
             yield run_job(job, code)
@@ -164,17 +195,20 @@ def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None
 def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str | Path, out: str | Path,
         processes: int = 1, say: Callable[[str], None] = print,
         submitit: tuple[str, dict[str, Any]] | None = None,
-        training: train_on.TrainOn = train_on.TrainOn()) -> list[dict[str, Any]]:
+        training: train_on.TrainOn = train_on.TrainOn(), joint: bool = False) -> list[dict[str, Any]]:
     """Train every (preset, task, set) not yet recorded in OUT/records.jsonl, appending each
     record as its job finishes; returns the records of these jobs, in that order of keys.
     submitit: (cluster, parameters) to run the jobs through submitit (memnet.cluster) instead
     of `processes` local processes; its files go to OUT/submitit. training: what trains each job
-    (memnet.train_on; the test is --data's test file either way)."""
+    (memnet.train_on; the test is --data's test file either way). joint: one model per (preset,
+    set) trained on all the tasks together, as `memnet train --task 1-20` trains, instead of one
+    per task; its records say so ("joint": the tasks) and keep to their own table."""
     out, data = Path(out), str(Path(data).resolve())
     out.mkdir(parents=True, exist_ok=True)
     path = out / RECORDS
     done = {key(r): r for r in read_records(path, repair=say)} if path.exists() else {}
-    jobs = [Job(p, t, k, data, training) for p in presets for t in tasks for k in sets]
+    groups = [tuple(tasks)] if joint else [(t,) for t in tasks]
+    jobs = [Job(p, g, k, data, training, joint) for p in presets for g in groups for k in sets]
     for t in tasks if training.generated else []:  # a missing file stops the bench before any job trains
         train_on.test_file(data, t)
         if training.official:
@@ -187,7 +221,7 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         saved = out / "presets" / f"{p.name}-{p.hash[:12]}.yaml"
         saved.parent.mkdir(exist_ok=True)
         saved.write_text(yaml.safe_dump(p.values, sort_keys=False), encoding="utf-8")
-    todo = [j for j in jobs if j.key not in done]
+    todo = [j for j in jobs if any(k not in done for k in j.keys)]
     code = commit()
     if submitit is None:
         how, finished = f"{processes} at a time", execute(todo, processes, code)
@@ -195,14 +229,16 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         from memnet import cluster
         how = f"through submitit ({submitit[0]})"
         finished = cluster.records(todo, run_job, code, out / "submitit", *submitit) if todo else iter(())
-    say(f"{len(jobs)} jobs{training.says}: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
-    for i, record in enumerate(finished, 1):
-        append(path, record)
-        done[key(record)] = record
-        say(f"[{i}/{len(todo)}] {record['preset']} qa{record['task']} set {record['set']}: test error "
-            f"{100 * record['test_error']:.1f}%, valid {100 * record['valid_error']:.1f}%, "
-            f"mean hops {record['mean_hops']:.2f}, {record['seconds']:.0f} s")
-    return [done[j.key] for j in jobs]
+    together = f", each one model on {len(tasks)} tasks together (joint)" if joint else ""
+    say(f"{len(jobs)} jobs{together}{training.says}: {len(jobs) - len(todo)} recorded in {path}, {len(todo)} to run, {how}")
+    for i, records in enumerate(finished, 1):
+        for record in records:
+            append(path, record)
+            done[key(record)] = record
+            say(f"[{i}/{len(todo)}] {record['preset']}{' joint' * joint} qa{record['task']} set {record['set']}: test "
+                f"error {100 * record['test_error']:.1f}%, valid {100 * record['valid_error']:.1f}%, "
+                f"mean hops {record['mean_hops']:.2f}, {record['seconds']:.0f} s")
+    return [done[k] for j in jobs for k in j.keys]
 
 
 def append(path: Path, record: dict[str, Any]) -> None:
@@ -283,7 +319,7 @@ def choose_on_valid(records: list[dict[str, Any]], candidates: dict[int | str, l
     listed of equals), with `chosen_from` naming it. Test error plays no part: only valid_error
     is read. A (task, set) some candidate has no record of is left out; so is a task the file
     gives no candidates (and no default)."""
-    sources = sorted({train_on.label(r) for r in records})
+    sources = sorted({source(r) for r in records})
     if len(sources) > 1:  # valid errors on different valid splits do not compare
         raise MemnetError(f"--choose-on-valid: the records were trained on {len(sources)} sources "
                           f"({', '.join(sources)}); choose among records of one")
@@ -370,6 +406,8 @@ def title(records: list[dict[str, Any]], candidates: int = 0) -> str:
     seeds = ", ".join(str(SEED_STEP * k) for k in sets)
     what = (f"a per-task choice on valid among {candidates} candidates ({', '.join(names)})" if candidates
             else " and ".join(names))
+    if any(r.get("joint") for r in records):
+        what += f", one model per seed set for the {len({r['task'] for r in records})} tasks together (joint),"
     data = ", ".join(sorted({r.get("data", "?") for r in records}))
     over = (f"error (%) per task over {len(sets)} seed set{'s' * (len(sets) != 1)} (train.seed {seeds}), "
             f"mean and range (min-max) over the sets")
@@ -457,7 +495,7 @@ def columns(records: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
     each, so official and generated training (or two generators) never share a mean."""
     groups: dict[tuple[str, str, str], list[dict[str, Any]]] = {}
     for r in records:
-        groups.setdefault((r["preset"], r["preset_hash"], train_on.label(r)), []).append(r)
+        groups.setdefault((r["preset"], r["preset_hash"], source(r)), []).append(r)
     for (name, _, _), group in groups.items():
         data = {r.get("data") for r in group}
         if len(data) > 1:

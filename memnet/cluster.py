@@ -23,9 +23,9 @@ DEFAULTS = {"name": "memnet-bench", "timeout_min": 240, "cpus_per_task": 1}
 
 
 def records(jobs: list, run_job: Callable, code: Any, folder: str | Path, cluster: str,
-            parameters: dict[str, Any], poll: float = 2.0) -> Iterator[dict[str, Any]]:
+            parameters: dict[str, Any], poll: float = 2.0) -> Iterator[list[dict[str, Any]]]:
     """run_job(job, code) of each job as a submitit job (one array) on `cluster` (slurm, local,
-    or auto: slurm where there is one); their records as they finish."""
+    or auto: slurm where there is one); each job's records as it finishes."""
     try:
         import submitit
     except ImportError:
@@ -51,11 +51,11 @@ def records(jobs: list, run_job: Callable, code: Any, folder: str | Path, cluste
             j.cancel(check=False)
 
 
-def result(submitted: Any, job: Any) -> dict[str, Any]:
-    """A finished job's record, or one line naming the job and where its log is."""
+def result(submitted: Any, job: Any) -> list[dict[str, Any]]:
+    """A finished job's records, or one line naming the job and where its log is."""
     try:
         return submitted.result()
     except Exception as e:  # submitit's FailedJobError (or an unpickling error) carries the job's traceback as text
         last = [line for line in str(e).splitlines() if line.strip()][-1:] or [type(e).__name__]
-        raise MemnetError(f"job {job.preset.name} qa{job.task} set {job.set} failed: {last[0].strip()} "
+        raise MemnetError(f"job {job.name} failed: {last[0].strip()} "
                           f"(its log: {submitted.paths.stderr})") from None

@@ -1,6 +1,6 @@
 """`memnet bench` end to end on tiny generated data (qa1 and qa2, two seed sets, 2 epochs), its
-resume, its processes, its table from records, the choice on valid, and training on generated
-stories with --train-on (memnet.bench, memnet.train_on)."""
+resume, its processes, its table from records, the choice on valid, joint runs (--joint), and
+training on generated stories with --train-on (memnet.bench, memnet.train_on)."""
 import contextlib
 import hashlib
 import io
@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 
-from memnet import babi, bench, generator, train_on
+from memnet import babi, bench, generator, train_on, trainer
 from memnet.cli import main
 from memnet.data import Vocab
 
@@ -116,7 +116,7 @@ def test_resume_after_an_interrupt(data, tmp_path, monkeypatch, capsys):
     real = bench.run_job
 
     def stop_at_the_third(job, code):
-        calls.append(job.key)
+        calls.append(job.keys[0])
         if len(calls) == 3:
             raise KeyboardInterrupt
         return real(job, code)
@@ -299,6 +299,53 @@ def test_the_commit_is_none_outside_a_checkout(tmp_path, monkeypatch):
     assert head is None or re.fullmatch(r"[0-9a-f]{40}", head)
     monkeypatch.setattr(bench, "ROOT", tmp_path)  # an installed copy: no repository of its own
     assert bench.commit() == (None, None)
+
+
+# ---------------------------------------------------------------------------- --joint
+
+
+@pytest.fixture(scope="module")
+def joint(data, tmp_path_factory):
+    """A joint bench: one model per seed set on qa1 and qa2 together, with the data.task each trained on."""
+    trained = []
+    real = trainer.train
+
+    def spy(cfg, *args, **kwargs):
+        trained.append(cfg.data.task)
+        return real(cfg, *args, **kwargs)
+
+    trainer.train = spy  # run_job imports it when it runs
+    try:
+        run = bench_run(data, tmp_path_factory.mktemp("bench_joint") / "out", "--joint")
+    finally:
+        trainer.train = real
+    return {**run, "trained": trained}
+
+
+def test_a_joint_bench_trains_one_model_per_set_and_records_each_task(joint):
+    assert joint["trained"] == ["1,2", "1,2"]  # two jobs, each one model on both tasks
+    assert "2 jobs, each one model on 2 tasks together (joint): 0 recorded" in joint["stdout"]
+    rs = records(joint["out"])
+    assert sorted((r["task"], r["set"]) for r in rs) == [(1, 0), (1, 1), (2, 0), (2, 1)]
+    assert all(r["joint"] == [1, 2] and r["seed"] == 100 * r["set"] for r in rs)
+    for k in (0, 1):  # the two tasks' records of a set come from one run
+        assert len({r["seconds"] for r in rs if r["set"] == k}) == 1
+
+
+def test_a_joint_table_sits_apart_and_a_joint_bench_resumes(joint, serial, data, tmp_path, capsys):
+    path = tmp_path / "records.jsonl"
+    path.write_text((serial["out"] / "records.jsonl").read_text() + (joint["out"] / "records.jsonl").read_text())
+    assert main(["bench", "--table", str(path)]) == 0
+    per_task, together = (part.splitlines()[0] for part in capsys.readouterr().out.split("\n\n"))
+    assert "joint" not in per_task and "one model per seed set for the 2 tasks together (joint)" in together
+    with pytest.raises(bench.MemnetError, match="trained on 2 sources"):
+        bench.choose_on_valid(bench.read_records(path), {"default": ["default"]})
+    out = tmp_path / "out"
+    shutil.copytree(joint["out"], out)
+    assert main(bench_args(data, out, "--joint")) == 0
+    assert "2 jobs, each one model on 2 tasks together (joint): 2 recorded" in capsys.readouterr().out
+    assert main(bench_args(data, out, "--joint", "--tasks", "1")) == 2
+    assert "--joint: one model learns several tasks together; --tasks gives 1" in capsys.readouterr().err
 
 
 # ---------------------------------------------------------------------------- --train-on generated

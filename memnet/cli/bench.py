@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(N, and N/10 as valid), or official+generated[:N] (the official train file and N generated "
                         "questions, chosen on the official valid file); set k generates with seed 100 k, and the test "
                         "is --data's test file always")
+    p.add_argument("--joint", action="store_true",
+                   help="one model per seed set trained on all --tasks together (as memnet train --task 1-20), "
+                        "a record per task from it, in a table of its own (the joint preset is made for it)")
     p.add_argument("--out", help="folder of the bench: records.jsonl, presets/ (the config behind each hash)")
     p.add_argument("--jobs", type=integer(1), default=1,
                    help="runs at once, each in its own local process with one thread (default: 1)")
@@ -74,7 +77,7 @@ def run_bench(args: argparse.Namespace) -> int:
     candidates = bench.read_candidates(args.candidates) if args.candidates else None
     if args.table:
         given = [f for f, v in (("--config", args.config), ("--out", args.out), ("--set", args.overrides),
-                                ("--train-on", args.train_on)) if v]
+                                ("--train-on", args.train_on), ("--joint", args.joint)) if v]
         if given:
             raise MemnetError(f"{given[0]}: --table prints a records file's table and trains nothing")
         records = bench.read_records(args.table)
@@ -106,6 +109,8 @@ def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
         raise MemnetError(f"--tasks: {e}") from None
     if babi.CHAIN in tasks:
         raise MemnetError("--tasks: the bench runs the 20 bAbI tasks, not chain")
+    if args.joint and len(tasks) < 2:
+        raise MemnetError(f"--joint: one model learns several tasks together; --tasks gives {len(tasks)}")
     names = list(dict.fromkeys([*args.config, *(bench.candidate_names(candidates) if candidates else [])]))
     presets = [bench.load_preset(name, overrides(args.overrides)) for name in names or ["default"]]
     data = official.resolve_data_dir(args.data)
@@ -119,4 +124,5 @@ def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
     # submitit's parameters are numbers, words and lists: read as YAML scalars (600 -> 600, cpu -> 'cpu')
     cluster = {k: yaml.safe_load(v) for k, v in overrides(args.cluster, "--submitit-set", "KEY=VALUE").items()}
     return bench.run(presets, tasks, sets, data, args.out, args.jobs,
-                     submitit=(args.submitit, cluster) if args.submitit else None, training=training)
+                     submitit=(args.submitit, cluster) if args.submitit else None, training=training,
+                     joint=args.joint)
