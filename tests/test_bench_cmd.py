@@ -406,6 +406,16 @@ def test_a_generated_table_says_so_and_sits_apart_from_the_official_one(generate
         assert float(row[1]) == pytest.approx(sum(errors) / 2, abs=0.005)
 
 
+def test_a_joint_bench_trains_on_generated_stories_too(test_only, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(bench_args(test_only, out, "--joint", "--sets", "1", "--train-on", "generated:100")) == 0
+    assert "1 jobs, each one model on 2 tasks together (joint), trained on 100 generated" in capsys.readouterr().out
+    rs = records(out)
+    assert [(r["task"], r["joint"], r["train_data"], r["generator_seed"]) for r in rs] == [
+        (1, [1, 2], "generated", 0), (2, [1, 2], "generated", 0)]
+    assert rs[0]["generated_sha256"] != rs[1]["generated_sha256"]  # each task's own stories
+
+
 def test_a_generated_bench_resumes_and_another_count_is_another_job(generated, test_only, tmp_path, capsys):
     out = tmp_path / "out"
     shutil.copytree(generated["out"], out)
