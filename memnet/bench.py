@@ -22,10 +22,9 @@ What trained a job is in its record too (memnet.train_on): "train_data": "offici
 set's train and valid files), "generated" with the count, seed and generator hash of the
 generated stories it trained on (tested on --data's test file all the same), or
 "official+generated": the official train file and that many generated questions, chosen on the
-official valid file. Records of another
-training source are other jobs, and tables keep them apart. Every record also says how much of
-the test the training vocabulary never covered (test_unseen_answer, test_unseen_word,
-unseen_words; memnet.train_on.unseen).
+official valid file. Records of another training source are other jobs, and tables keep them
+apart. Every record also says how much of the test the training vocabulary never covered
+(test_unseen_answer, test_unseen_word, unseen_words; memnet.train_on.unseen).
 """
 from __future__ import annotations
 
