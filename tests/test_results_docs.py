@@ -44,6 +44,7 @@ def headline(records: str) -> str:
             f"over {len(tests)} sets), {low if low == high else f'{low}-{high}'} failed")
 
 
-@pytest.mark.parametrize("records", ["results/default/records.jsonl", "results/paper/records.jsonl"])
+@pytest.mark.parametrize("records", ["results/default/records.jsonl", "results/paper/records.jsonl",
+                                     "results/joint/records.jsonl"])
 def test_the_readme_quotes_the_mean_rows(records):
     assert headline(records) in (ROOT / "README.md").read_text(encoding="utf-8")
