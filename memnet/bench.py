@@ -113,6 +113,17 @@ class Job:
     data: str  # the data folder, absolute
     training: train_on.TrainOn = train_on.TrainOn()  # the official files, or generated stories
     joint: bool = False
+    runs: str | None = None  # a folder to keep each job's run folder in (model.pt ...), or None
+
+    @property
+    def folder(self) -> Path | None:
+        """Where the job's run folder is kept: RUNS/PRESET[-SOURCE]/set-K[/qaT], or None."""
+        if self.runs is None:
+            return None
+        t = self.training
+        tag = f"-{t.kind.replace('+', '-and-')}-{t.questions}" if t.generated else ""
+        folder = Path(self.runs) / f"{self.preset.name}{tag}{'-joint' * self.joint}" / f"set-{self.set}"
+        return folder if self.joint else folder / f"qa{self.tasks[0]}"
 
     @property
     def keys(self) -> list[tuple[str, str, int, int, str]]:
@@ -141,6 +152,7 @@ def key(record: dict[str, Any]) -> tuple[str, str, int, int, str]:
 def run_job(job: Job, code: tuple[str | None, bool | None]) -> list[dict[str, Any]]:
     """Train one job in this process: one model on its task, or with job.joint on all its tasks
     together; a record per task (without a test split: an error)."""
+    from memnet.run import RunFolder
     from memnet.trainer import train  # torch loads in the process that trains
 
     began = time.perf_counter()
@@ -151,7 +163,7 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> list[dict[str, An
         values = config.merge(job.preset.values, {"data.dir": folder, "data.task": ",".join(map(str, job.tasks)),
                                                   "train.seed": SEED_STEP * job.set})
         cfg = config.from_dict(values)
-        result = train(cfg, None, progress=False, log=False)
+        result = train(cfg, None if job.folder is None else RunFolder(job.folder, force=True), progress=False, log=False)
         if result["interrupted"]:
             raise KeyboardInterrupt
         missing = [t for t in job.tasks if str(t) not in result.get("test", {}).get("tasks", {})]
@@ -194,20 +206,24 @@ def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None
 def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str | Path, out: str | Path,
         processes: int = 1, say: Callable[[str], None] = print,
         submitit: tuple[str, dict[str, Any]] | None = None,
-        training: train_on.TrainOn = train_on.TrainOn(), joint: bool = False) -> list[dict[str, Any]]:
+        training: train_on.TrainOn = train_on.TrainOn(), joint: bool = False,
+        runs: str | Path | None = None) -> list[dict[str, Any]]:
     """Train every (preset, task, set) not yet recorded in OUT/records.jsonl, appending each
     record as its job finishes; returns the records of these jobs, in that order of keys.
     submitit: (cluster, parameters) to run the jobs through submitit (memnet.cluster) instead
     of `processes` local processes; its files go to OUT/submitit. training: what trains each job
     (memnet.train_on; the test is --data's test file either way). joint: one model per (preset,
     set) trained on all the tasks together, as `memnet train --task 1-20` trains, instead of one
-    per task; its records say so ("joint": the tasks) and keep to their own table."""
+    per task; its records say so ("joint": the tasks) and keep to their own table. runs: a folder
+    where each job's run folder stays (Job.folder: model.pt, config.yaml, metrics.jsonl), for
+    `memnet eval`, `inspect` or a later step to read; else the runs live in temporary folders."""
     out, data = Path(out), str(Path(data).resolve())
     out.mkdir(parents=True, exist_ok=True)
     path = out / RECORDS
     done = {key(r): r for r in read_records(path, repair=say)} if path.exists() else {}
     groups = [tuple(tasks)] if joint else [(t,) for t in tasks]
-    jobs = [Job(p, g, k, data, training, joint) for p in presets for g in groups for k in sets]
+    runs = None if runs is None else str(Path(runs).resolve())
+    jobs = [Job(p, g, k, data, training, joint, runs) for p in presets for g in groups for k in sets]
     for t in tasks if training.generated else []:  # a missing file stops the bench before any job trains
         train_on.test_file(data, t)
         if training.official:

@@ -316,10 +316,11 @@ def joint(data, tmp_path_factory):
 
     trainer.train = spy  # run_job imports it when it runs
     try:
-        run = bench_run(data, tmp_path_factory.mktemp("bench_joint") / "out", "--joint")
+        folder = tmp_path_factory.mktemp("bench_joint")
+        run = bench_run(data, folder / "out", "--joint", "--runs", str(folder / "runs"))
     finally:
         trainer.train = real
-    return {**run, "trained": trained}
+    return {**run, "trained": trained, "runs": folder / "runs"}
 
 
 def test_a_joint_bench_trains_one_model_per_set_and_records_each_task(joint):
@@ -330,6 +331,23 @@ def test_a_joint_bench_trains_one_model_per_set_and_records_each_task(joint):
     assert all(r["joint"] == [1, 2] and r["seed"] == 100 * r["set"] for r in rs)
     for k in (0, 1):  # the two tasks' records of a set come from one run
         assert len({r["seconds"] for r in rs if r["set"] == k}) == 1
+
+
+def test_runs_keeps_each_jobs_run_folder_with_the_model_its_records_score(joint):
+    for r in records(joint["out"]):
+        run = joint["runs"] / "default-joint" / f"set-{r['set']}"
+        assert (run / "model.pt").is_file() and "task: 1,2" in (run / "config.yaml").read_text()
+        final = json.loads((run / "metrics.jsonl").read_text().splitlines()[-1])
+        assert final["test"]["tasks"][str(r["task"])]["error"] == pytest.approx(r["test_error"], abs=1e-6)
+
+
+def test_a_per_task_job_keeps_its_run_under_its_task_and_a_generated_one_says_what_trained_it():
+    preset = bench.Preset("default", {}, "0" * 64)
+    job = bench.Job(preset, (3,), 2, "/data", runs="/r")
+    assert str(job.folder) == "/r/default/set-2/qa3"
+    mixed = bench.Job(preset, (1, 2), 0, "/data", train_on.TrainOn(2000, "h", official=True), joint=True, runs="/r")
+    assert str(mixed.folder) == "/r/default-official-and-generated-2000-joint/set-0"
+    assert bench.Job(preset, (3,), 2, "/data").folder is None
 
 
 def test_a_joint_table_sits_apart_and_a_joint_bench_resumes(joint, serial, data, tmp_path, capsys):

@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one model per seed set trained on all --tasks together (as memnet train --task 1-20), "
                         "a record per task from it, in a table of its own (the joint preset is made for it)")
     p.add_argument("--out", help="folder of the bench: records.jsonl, presets/ (the config behind each hash)")
+    p.add_argument("--runs", metavar="DIR",
+                   help="keep each job's run folder (model.pt, config.yaml, metrics.jsonl) under DIR/PRESET/set-K[/qaT], "
+                        "for memnet eval and inspect; a job run again replaces its folder (default: not kept)")
     p.add_argument("--jobs", type=integer(1), default=1,
                    help="runs at once, each in its own local process with one thread (default: 1)")
     p.add_argument("--submitit", metavar="CLUSTER", choices=["slurm", "local", "auto"],
@@ -77,7 +80,7 @@ def run_bench(args: argparse.Namespace) -> int:
     candidates = bench.read_candidates(args.candidates) if args.candidates else None
     if args.table:
         given = [f for f, v in (("--config", args.config), ("--out", args.out), ("--set", args.overrides),
-                                ("--train-on", args.train_on), ("--joint", args.joint)) if v]
+                                ("--train-on", args.train_on), ("--joint", args.joint), ("--runs", args.runs)) if v]
         if given:
             raise MemnetError(f"{given[0]}: --table prints a records file's table and trains nothing")
         records = bench.read_records(args.table)
@@ -125,4 +128,4 @@ def train(args: argparse.Namespace, candidates: dict | None) -> list[dict]:
     cluster = {k: yaml.safe_load(v) for k, v in overrides(args.cluster, "--submitit-set", "KEY=VALUE").items()}
     return bench.run(presets, tasks, sets, data, args.out, args.jobs,
                      submitit=(args.submitit, cluster) if args.submitit else None, training=training,
-                     joint=args.joint)
+                     joint=args.joint, runs=args.runs)
