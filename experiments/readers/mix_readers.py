@@ -1,94 +1,156 @@
-"""Two joint readers mixed by a gate over the question's words (mix.py), as a bench column.
+"""Two joint readers mixed by a gate over the question's words (mix.py), as a column of `memnet bench`.
 
-Each reader is a run folder of `memnet train` on the same tasks (one model for all 20 of them,
-say a memory network and a word reader). The gate is fitted on the valid split and the mixture
-scored on test (mix.py fits the same gate and writes the mixture as a checkpoint); the valid
-error a record holds is the fitted gate's, and its
-`crossfit_valid_error` that of gates fitted on the other half of each task's valid questions:
+Each reader is a preset `memnet bench --joint --runs RUNS` trained on the same tasks and seed
+sets (say the joint memory network and the joint word reader); its run folders are
+RUNS/PRESET-joint/set-K. For each seed set both hold, the gate is fitted on the valid split (as
+mix.py fits it) and the mixture scored on test, and one record per task, in the bench's format,
+is appended to OUT/records.jsonl, so that `memnet bench --table OUT/records.jsonl` prints its
+table. A set already recorded there is not mixed again.
 
-    .venv/bin/python -m experiments.readers.mix_readers runs/joint_memn2n runs/joint_words --variant joint_mix --results mix.jsonl
+    MEMNET_PLUGINS=experiments.readers PYTHONPATH=. memnet bench --config joint \\
+        --config experiments/configs/joint-words.yaml --joint --sets 3 --first-set 20 --runs RUNS --out BENCH
+    .venv/bin/python -m experiments.readers.mix_readers RUNS/joint-joint RUNS/joint-words-joint --out OUT
 
-(from the repository root, which puts experiments/ on the path).
-
-One record per task is appended to `--results` as JSONL (hop accuracy
-and hops used: reader A's attention, the memory network's when it is A).
+(from the repository root, which puts experiments/ on the path). A or B may also be one run
+folder each (memnet train --out). A record's valid_error is the fitted gate's on the questions
+it was fitted on; crossfit_valid_error, that of gates fitted on the other half of each task's
+valid questions. Its preset_hash is that of the two readers' preset hashes and the gate's fit;
+its hops and hop accuracy are reader A's (the memory network's when it is A).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 
 from experiments.readers import mix as mixture
-from memnet import babi
+from memnet import babi, bench
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
 
 SPLITS = ("valid", "test")
+GATE = {"steps": 500, "lr": 0.05, "l2": 1e-3}  # mix.Gate.fit's defaults: part of what the hash names
+
+
+def run_folders(path: Path) -> dict[int, Path]:
+    """{seed set: run folder}: PATH itself when it is a run folder, else its set-K folders."""
+    if (path / "model.pt").is_file():
+        return {seed_set(path): path}
+    found = {int(p.name[4:]): p for p in path.glob("set-*") if p.name[4:].isdigit() and (p / "model.pt").is_file()}
+    if not found:
+        raise MemnetError(f"{path}: expected a run folder (model.pt) or a bench's runs of one preset "
+                          f"(set-K/model.pt, memnet bench --runs), found neither")
+    return found
+
+
+def seed(run: Path) -> int:
+    """The train.seed a run folder's config.yaml holds."""
+    return int(yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))["train"]["seed"])
+
+
+def seed_set(run: Path) -> int:
+    return seed(run) // bench.SEED_STEP
+
+
+def runs_name(run: Path) -> str:
+    """What names a reader's runs: the bench's folder of its preset (PRESET-joint), else the run folder."""
+    return run.parent.name if run.name.startswith("set-") else run.name
 
 
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str, Any]]:
-    """Per task of the two readers' runs: the mixture's test, valid and cross-fitted valid error
-    (the gate fitted on valid, as mix.py fits it)."""
+    """Per task of the two readers' runs, a bench record of the mixture: its test error, its
+    valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone."""
+    began = time.perf_counter()
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
-    splits = read_splits(data_dir or a.cfg.data.dir, tasks, a.cfg.data.valid_fraction)
-    data = {s: encode_tasks(splits[s], a.vocab, a.cfg.data.memory_size) for s in SPLITS}
-    model, _, valid = mixture.fit(a, b, data["valid"], tasks)
-    test = data["test"]
+    data = Path(data_dir or a.cfg.data.dir)
+    splits = read_splits(data, tasks, a.cfg.data.valid_fraction)
+    encoded = {s: encode_tasks(splits[s], a.vocab, a.cfg.data.memory_size) for s in SPLITS}
+    if encoded["valid"] is None or encoded["test"] is None:
+        raise MemnetError(f"{data}: expected valid and test files of tasks {a.cfg.data.task}: the gate is fitted "
+                          f"on valid and the mixture scored on test")
+    model, _, valid = mixture.fit(a, b, encoded["valid"], tasks)
+    test = encoded["test"]
     result, *readers = mixture.answers(model, test)
     alone = mixture.log_probs(*readers)
-    hops = metrics(result, test)["tasks"]  # A's attention, hop by hop
+    scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
+    presets = {name: bench.load_preset(str(r.run / "config.yaml")) for name, r in (("a", a), ("b", b))}
+    digest = hashlib.sha256(json.dumps({"a": presets["a"].hash, "b": presets["b"].hash, "gate": GATE},
+                                       sort_keys=True).encode()).hexdigest()
+    code = bench.commit()
+    seconds = round(time.perf_counter() - began, 1)
     records = []
     for t, v in zip(tasks, valid):
         rows = test.task == task_number(t)
-        h = hops[v["task"]]
+        h = scored[v["task"]]
+        match = sum(n for facts, hops in h["hops_by_facts"].items() for k, n in hops.items() if k == facts)
+        error = mixture.error(result.logits, test.answer, rows)
         records.append({
-            "task": t, "error": mixture.error(result.logits, test.answer, rows), "valid_error": v["valid_error"],
-            "crossfit_valid_error": v["crossfit_valid_error"], "share_a": h["share_a"],
-            "error_a": mixture.error(alone[0], test.answer, rows), "error_b": mixture.error(alone[1], test.answer, rows),
-            "hop_accuracy": h["hop_accuracy"], "mean_hops": h["mean_hops"], "chain_accuracy": h["chain_accuracy"],
-            "hops_by_facts": h["hops_by_facts"], "questions": h["n"],
-            "trained_on": a.cfg.data.task, "readers": [str(a.run), str(b.run)],
-            "config": {"a": a.cfg.to_dict(), "b": b.cfg.to_dict()},
-        })
+            "preset": "", "preset_hash": digest, "commit": code[0], "dirty": code[1], "data": data.name, "task": t,
+            "set": seed_set(a.run), "seed": seed(a.run), "restarts": a.cfg.train.restarts,
+            "valid_error": round(v["valid_error"], 6), "test_error": round(error, 6), "failed": is_failed(error),
+            "mean_hops": h["mean_hops"], "hops_match_facts": match / h["n"] if h["n"] else None,
+            "hop_accuracy": h["hop_accuracy"], "test_questions": h["n"], "train_data": "official",
+            **({"joint": list(tasks)} if len(tasks) > 1 else {}),
+            "crossfit_valid_error": round(v["crossfit_valid_error"], 6), "share_a": round(h["share_a"], 6),
+            "test_error_a": round(mixture.error(alone[0], test.answer, rows), 6),
+            "test_error_b": round(mixture.error(alone[1], test.answer, rows), 6),
+            "readers": {k: {"runs": runs_name(r.run), "preset_hash": p.hash, "run": str(r.run)}
+                        for (k, p), r in zip(presets.items(), (a, b))},
+            "seconds": seconds})
     return records
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m experiments.readers.mix_readers",
+                                     description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("a", type=Path, help="run folder of reader A (memnet train --out)")
-    parser.add_argument("b", type=Path, help="run folder of reader B, trained on the same tasks")
+    parser.add_argument("a", type=Path, help="reader A: a preset's runs of memnet bench --runs (set-K folders), or a run folder")
+    parser.add_argument("b", type=Path, help="reader B, trained on the same tasks and seed sets")
+    parser.add_argument("--out", type=Path, required=True, help="bench folder: records appended to OUT/records.jsonl")
+    parser.add_argument("--name", default="mix", help="the mixture's preset name in the records (default: mix)")
     parser.add_argument("--data", type=Path, help="the bAbI folder, if not where the runs were trained")
-    parser.add_argument("--variant", default="joint_mix", help="the column's name in the records")
-    parser.add_argument("--results", type=Path, required=True, help="the JSONL file the records are appended to")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     try:
-        records = mix(args.a, args.b, args.data)
+        return run(args)
     except MemnetError as e:
-        raise SystemExit(f"error: {e}") from None
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    with args.results.open("a", encoding="utf-8") as out:
+        print(f"mix_readers: error: {e}", file=sys.stderr)
+        return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    a, b = run_folders(args.a), run_folders(args.b)
+    sets = sorted(set(a) & set(b))
+    if not sets:
+        raise MemnetError(f"{args.a} holds seed sets {sorted(a)}, {args.b} {sorted(b)}: none in both")
+    path = args.out / bench.RECORDS
+    done = {r["set"] for r in bench.read_records(path) if r["preset"] == args.name} if path.exists() else set()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for k in sets:
+        if k in done:
+            print(f"set {k}: recorded in {path}")
+            continue
+        records = [{**r, "preset": args.name} for r in mix(a[k], b[k], args.data)]
         for r in records:
-            out.write(json.dumps({"variant": args.variant, **r, "time": stamp}) + "\n")
-    for r in records:
-        print(f"qa{r['task']:<3} test {100 * r['error']:5.1f} (A {100 * r['error_a']:5.1f}, B {100 * r['error_b']:5.1f}) "
-              f"| valid {100 * r['valid_error']:5.1f} | cross-fitted {100 * r['crossfit_valid_error']:5.1f} "
-              f"| A's share {r['share_a']:.2f}")
-    errors = [r["error"] for r in records]
-    print(f"mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} failed; "
-          f"valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
-          f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
+            bench.append(path, r)
+        errors = [r["test_error"] for r in records]
+        print(f"set {k}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
+              f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
+              f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
+    print(f"the table: memnet bench --table {path}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,13 +1,15 @@
 """Two readers mixed by a gate over the question's words (experiments/readers/mix.py, mix_readers.py):
 the gate learns from the question's words which reader is right, the mixture of two equal readers
 is that reader, the cross-fitted error scores each question with a gate that did not see it, and
-the script mixes two joint runs of `memnet train` into one bench record per task."""
+mix_readers writes the bench's records of two joint runs' mixture, one per task and seed set."""
 import json
 import math
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import shutil
 
 import pytest
 import torch
@@ -119,17 +121,29 @@ def two_runs(tmp_path_factory):
     return root
 
 
-def test_mix_readers_joins_two_joint_runs_into_one_record_per_task(two_runs, tmp_path):
-    results = tmp_path / "mix.jsonl"
-    out = mix_readers(str(two_runs / "mn"), str(two_runs / "words"), "--results", str(results))
+def test_mix_readers_writes_the_bench_records_of_the_mixture_once_per_seed_set(two_runs, tmp_path, capsys):
+    runs = {}
+    for name in ("mn", "words"):  # as memnet bench --runs keeps them: PRESET-joint/set-K
+        runs[name] = tmp_path / f"{name}-joint"
+        shutil.copytree(two_runs / name, runs[name] / "set-0")
+    out = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix")
     assert out.returncode == 0, out.stderr
-    records = [json.loads(line) for line in results.read_text().splitlines()]
-    assert [r["task"] for r in records] == [1, 19] and {r["variant"] for r in records} == {"joint_mix"}
+    path = tmp_path / "bench" / "records.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["task"], r["set"], r["preset"], r["joint"]) for r in records] == [(1, 0, "joint-mix", [1, 19]),
+                                                                              (19, 0, "joint-mix", [1, 19])]
     for r in records:
-        assert r["questions"] == 20 and 0 <= r["error"] <= 1 and 0 <= r["crossfit_valid_error"] <= 1
-        assert 0 < r["share_a"] < 1 and r["readers"] == [str(two_runs / "mn"), str(two_runs / "words")]
-        assert math.isclose(r["error"] * 20, round(r["error"] * 20), abs_tol=1e-6)
-    assert "mean test error" in out.stdout
+        assert r["test_questions"] == 20 and 0 <= r["test_error"] <= 1 and 0 <= r["crossfit_valid_error"] <= 1
+        assert math.isclose(r["test_error"] * 20, round(r["test_error"] * 20), abs_tol=1e-6)
+        assert 0 < r["share_a"] < 1 and r["readers"]["a"]["run"] == str(runs["mn"] / "set-0")
+        assert r["readers"]["b"]["runs"] == "words-joint" and len(r["preset_hash"]) == 64
+    assert "set 0: mean test error" in out.stdout
+    assert main(["bench", "--table", str(path)]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("joint-mix (") and "for the 2 tasks together (joint)" in table.splitlines()[0]
+    again = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix")
+    assert again.returncode == 0 and "set 0: recorded" in again.stdout
+    assert len(path.read_text().splitlines()) == 2
 
 
 def test_word_map_reads_one_vocabulary_in_the_other():
@@ -209,6 +223,6 @@ def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):
     for name, tasks in (("a", "1,17"), ("b", "1")):
         assert main(["train", "--data", str(data), "--task", tasks, "--out", str(tmp_path / name), "--quiet",
                      "--config", "none", "--model.dim=8", "--train.epochs=1"]) == 0
-    out = mix_readers(str(tmp_path / "a"), str(tmp_path / "b"), "--results", str(tmp_path / "mix.jsonl"))
-    assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert "was trained on tasks 1,17" in out.stderr and not (tmp_path / "mix.jsonl").exists()
+    out = mix_readers(str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "mix"))
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "was trained on tasks 1,17" in out.stderr and not (tmp_path / "mix" / "records.jsonl").exists()
