@@ -429,12 +429,12 @@ def title(records: list[dict[str, Any]], candidates: int = 0) -> str:
     generated = list(dict.fromkeys(train_on.label(r) for r in records if train_on.label(r) != "official"))
     if not generated:
         return f"{what} on {data}: {over}"
-    if all(g.startswith("official+") for g in generated):
-        made = "; ".join(f"{n} generated questions per task, generator {h}" for n, h in (g.split(":")[1:] for g in generated))
+    official = all(g.startswith("official+") for g in generated)
+    made = "; ".join(f"{n} generated questions per task, {'' if official else f'valid {max(1, int(n) // 10)} generated, '}"
+                     f"generator {h}" for n, h in (g.split(":")[1:] for g in generated))
+    if official:
         return (f"{what} trained on the official train file and generated stories, valid and test official ({data}): "
                 f"{over}; trained on the official questions and {made} (seed = train.seed)")
-    made = "; ".join(f"{n} generated questions per task, valid {max(1, int(n) // 10)} generated, generator {h}"
-                     for n, h in (g.split(":")[1:] for g in generated))
     return (f"{what} trained on generated stories, tested on official test ({data}): {over}; trained on "
             f"{made} (seed = train.seed); the valid column is the generated valid split")
 
