@@ -250,7 +250,7 @@ def run(presets: list[Preset], tasks: list[int], sets: Iterable[int], data: str 
         for record in records:
             append(path, record)
             done[key(record)] = record
-            say(f"[{i}/{len(todo)}] {record['preset']}{' joint' * joint} qa{record['task']} set {record['set']}: test "
+            say(f"[{i}/{len(todo)}] {record['preset']} qa{record['task']} set {record['set']}: test "
                 f"error {100 * record['test_error']:.1f}%, valid {100 * record['valid_error']:.1f}%, "
                 f"mean hops {record['mean_hops']:.2f}, {record['seconds']:.0f} s")
     return [done[k] for j in jobs for k in j.keys]
