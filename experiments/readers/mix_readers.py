@@ -1,11 +1,12 @@
-"""Two joint readers mixed by a gate over the question's words (mix.py), as a column of `memnet bench`.
+"""Two readers mixed by a gate over the question's words (mix.py), as a column of `memnet bench`.
 
 Each reader is a preset `memnet bench --joint --runs RUNS` trained on the same tasks and seed
 sets (say the joint memory network and the joint word reader); its run folders are
-RUNS/PRESET-joint/set-K. For each seed set both hold, the gate is fitted on the valid split (as
+RUNS/PRESET-joint/set-K (trained per task, without --joint: RUNS/PRESET/set-K/qaT, mixed
+task by task). For each seed set (and task) both hold, the gate is fitted on the valid split (as
 mix.py fits it) and the mixture scored on test, and one record per task, in the bench's format,
 is appended to OUT/records.jsonl, so that `memnet bench --table OUT/records.jsonl` prints its
-table. A set already recorded there is not mixed again.
+table. A set (or task) already recorded there is not mixed again.
 
     MEMNET_PLUGINS=experiments.readers PYTHONPATH=. memnet bench --config joint \\
         --config experiments/configs/joint-words.yaml --joint --sets 3 --first-set 20 --runs RUNS --out BENCH
@@ -41,14 +42,21 @@ SPLITS = ("valid", "test")
 GATE = {"steps": 500, "lr": 0.05, "l2": 1e-3}  # mix.Gate.fit's defaults: part of what the hash names
 
 
-def run_folders(path: Path) -> dict[int, Path]:
-    """{seed set: run folder}: PATH itself when it is a run folder, else its set-K folders."""
+def run_folders(path: Path) -> dict[tuple[int, int | None], Path]:
+    """{(seed set, task or None): run folder}: PATH itself when it is a run folder, else the
+    bench's runs of one preset under it, set-K (a joint run: task None) or set-K/qaT (one per task)."""
     if (path / "model.pt").is_file():
-        return {seed_set(path): path}
-    found = {int(p.name[4:]): p for p in path.glob("set-*") if p.name[4:].isdigit() and (p / "model.pt").is_file()}
+        return {(seed_set(path), None): path}
+    found = {}
+    for model in sorted(path.glob("set-*/model.pt")) + sorted(path.glob("set-*/qa*/model.pt")):
+        run = model.parent
+        task = int(run.name[2:]) if run.name.startswith("qa") and run.name[2:].isdigit() else None
+        top = run.parent if task is not None else run
+        if top.name[4:].isdigit():
+            found[int(top.name[4:]), task] = run
     if not found:
         raise MemnetError(f"{path}: expected a run folder (model.pt) or a bench's runs of one preset "
-                          f"(set-K/model.pt, memnet bench --runs), found neither")
+                          f"(set-K/model.pt or set-K/qaT/model.pt, memnet bench --runs), found neither")
     return found
 
 
@@ -62,8 +70,11 @@ def seed_set(run: Path) -> int:
 
 
 def runs_name(run: Path) -> str:
-    """What names a reader's runs: the bench's folder of its preset (PRESET-joint), else the run folder."""
-    return run.parent.name if run.name.startswith("set-") else run.name
+    """What names a reader's runs: the bench's folder of its preset (PRESET-joint or PRESET), else the run folder."""
+    for folder in (run, run.parent):
+        if folder.name.startswith("set-"):
+            return folder.parent.name
+    return run.name
 
 
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str, Any]]:
@@ -115,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter,
                                      epilog=__doc__.split("\n\n", 1)[1])
-    parser.add_argument("a", type=Path, help="reader A: a preset's runs of memnet bench --runs (set-K folders), or a run folder")
+    parser.add_argument("a", type=Path, help="reader A: a preset's runs of memnet bench --runs (set-K or set-K/qaT folders), or a run folder")
     parser.add_argument("b", type=Path, help="reader B, trained on the same tasks and seed sets")
     parser.add_argument("--out", type=Path, required=True, help="bench folder: records appended to OUT/records.jsonl")
     parser.add_argument("--name", default="mix", help="the mixture's preset name in the records (default: mix)")
@@ -131,21 +142,22 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     a, b = run_folders(args.a), run_folders(args.b)
-    sets = sorted(set(a) & set(b))
-    if not sets:
-        raise MemnetError(f"{args.a} holds seed sets {sorted(a)}, {args.b} {sorted(b)}: none in both")
+    pairs = sorted(set(a) & set(b), key=lambda k: (k[0], k[1] or 0))
+    if not pairs:
+        raise MemnetError(f"{args.a} and {args.b} hold no run of the same seed set (and task) both")
     path = args.out / bench.RECORDS
-    done = {r["set"] for r in bench.read_records(path) if r["preset"] == args.name} if path.exists() else set()
+    done = [r for r in bench.read_records(path) if r["preset"] == args.name] if path.exists() else []
     args.out.mkdir(parents=True, exist_ok=True)
-    for k in sets:
-        if k in done:
-            print(f"set {k}: recorded in {path}")
+    for k, task in pairs:
+        what = f"set {k}" + (f" qa{task}" if task is not None else "")
+        if any(r["set"] == k and task in (None, r["task"]) for r in done):
+            print(f"{what}: recorded in {path}")
             continue
-        records = [{**r, "preset": args.name} for r in mix(a[k], b[k], args.data)]
+        records = [{**r, "preset": args.name} for r in mix(a[k, task], b[k, task], args.data)]
         for r in records:
             bench.append(path, r)
         errors = [r["test_error"] for r in records]
-        print(f"set {k}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
+        print(f"{what}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
               f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
               f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
     print(f"the table: memnet bench --table {path}")

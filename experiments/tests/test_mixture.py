@@ -146,6 +146,21 @@ def test_mix_readers_writes_the_bench_records_of_the_mixture_once_per_seed_set(t
     assert len(path.read_text().splitlines()) == 2
 
 
+def test_mix_readers_mixes_runs_trained_per_task_task_by_task(tmp_path):
+    data = tmp_path / "data"
+    generator.write_dataset(data, 1, train=60, test=20, seed=0)
+    runs = {"mn": ["--model.dim=8"], "words": ["--model.type=words", "--model.dim=8", "--model.hidden=8"]}
+    for name, flags in runs.items():  # as memnet bench --runs keeps a per-task preset's runs: PRESET/set-K/qaT
+        assert main(["train", "--data", str(data), "--task", "1", "--out", str(tmp_path / name / "set-0" / "qa1"),
+                     "--quiet", "--config", "none", "--train.epochs=1", *flags]) == 0
+    out = mix_readers(str(tmp_path / "mn"), str(tmp_path / "words"), "--out", str(tmp_path / "bench"))
+    assert out.returncode == 0, out.stderr
+    [r] = [json.loads(line) for line in (tmp_path / "bench" / "records.jsonl").read_text().splitlines()]
+    assert (r["task"], r["set"], r["preset"], "joint" in r) == (1, 0, "mix", False)
+    assert (r["readers"]["a"]["runs"], r["readers"]["b"]["runs"]) == ("mn", "words")
+    assert "set 0 qa1: mean test error" in out.stdout
+
+
 def test_word_map_reads_one_vocabulary_in_the_other():
     a = Vocab(["<pad>", "<unk>", "apple", "n,e", "john"], ["apple", "n,e"])  # a phrase word B lacks
     b = Vocab(["<pad>", "<unk>", "apple", "john"], ["apple", "n,e"])
