@@ -46,10 +46,14 @@ def run_folders(path: Path) -> dict[tuple[int, int | None], Path]:
     """{(seed set, task or None): run folder}: PATH itself when it is a run folder, else the
     bench's runs of one preset under it, set-K (a joint run: task None) or set-K/qaT (one per task)."""
     if (path / "model.pt").is_file():
+        if not finished(path):
+            raise MemnetError(f"{path}: its training has not ended (metrics.jsonl holds no test metrics)")
         return {(seed_set(path), None): path}
     found = {}
     for model in sorted(path.glob("set-*/model.pt")) + sorted(path.glob("set-*/qa*/model.pt")):
         run = model.parent
+        if not finished(run):  # still training (its model.pt is the best so far): not mixed yet
+            continue
         task = int(run.name[2:]) if run.name.startswith("qa") and run.name[2:].isdigit() else None
         top = run.parent if task is not None else run
         if top.name[4:].isdigit():
@@ -58,6 +62,15 @@ def run_folders(path: Path) -> dict[tuple[int, int | None], Path]:
         raise MemnetError(f"{path}: expected a run folder (model.pt) or a bench's runs of one preset "
                           f"(set-K/model.pt or set-K/qaT/model.pt, memnet bench --runs), found neither")
     return found
+
+
+def finished(run: Path) -> bool:
+    """Whether a run folder's training ended: its metrics.jsonl's last line holds the test's metrics."""
+    try:
+        last = (run / "metrics.jsonl").read_text(encoding="utf-8").strip().splitlines()[-1]
+        return "test" in json.loads(last)
+    except (OSError, IndexError, ValueError):
+        return False
 
 
 def seed(run: Path) -> int:

@@ -126,6 +126,11 @@ def test_mix_readers_writes_the_bench_records_of_the_mixture_once_per_seed_set(t
     for name in ("mn", "words"):  # as memnet bench --runs keeps them: PRESET-joint/set-K
         runs[name] = tmp_path / f"{name}-joint"
         shutil.copytree(two_runs / name, runs[name] / "set-0")
+    unfinished = runs["mn"] / "set-1"  # a run still training: a model so far, no test metrics yet
+    shutil.copytree(two_runs / "mn", unfinished)
+    lines = (unfinished / "metrics.jsonl").read_text().splitlines()
+    (unfinished / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n")
+    shutil.copytree(unfinished, runs["words"] / "set-1")
     out = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix")
     assert out.returncode == 0, out.stderr
     path = tmp_path / "bench" / "records.jsonl"
