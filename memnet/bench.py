@@ -177,15 +177,21 @@ def run_job(job: Job, code: tuple[str | None, bool | None]) -> list[dict[str, An
     records = []
     for t in job.tasks:
         test, valid = result["test"]["tasks"][str(t)], result["valid"]["tasks"][str(t)]
-        match = sum(n for facts, hops in test["hops_by_facts"].items() for h, n in hops.items() if h == facts)
         records.append({
             "preset": job.preset.name, "preset_hash": job.preset.hash, "commit": code[0], "dirty": code[1],
             "data": Path(job.data).name, "task": t, "set": job.set, "seed": cfg.train.seed,
             "restarts": cfg.train.restarts, "valid_error": round(valid["error"], 6), "test_error": round(test["error"], 6),
             "failed": is_failed(test["error"]), "mean_hops": test["mean_hops"],
-            "hops_match_facts": match / test["n"] if test["n"] else None, "hop_accuracy": test["hop_accuracy"],
+            "hops_match_facts": hops_match_facts(test), "hop_accuracy": test["hop_accuracy"],
             "test_questions": test["n"], **sources[t], **unseen[t], **joint, "seconds": seconds})
     return records
+
+
+def hops_match_facts(summary: dict[str, Any]) -> float | None:
+    """The share of a task's questions (memnet.evaluation.metrics' summary of it) answered after
+    as many hops as they have supporting facts; None without questions."""
+    match = sum(n for facts, hops in summary["hops_by_facts"].items() for h, n in hops.items() if h == facts)
+    return match / summary["n"] if summary["n"] else None
 
 
 def execute(jobs: list[Job], processes: int, code: tuple[str | None, bool | None]) -> Iterator[list[dict[str, Any]]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import statistics
 import sys
@@ -39,7 +40,8 @@ from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
 
 SPLITS = ("valid", "test")
-GATE = {"steps": 500, "lr": 0.05, "l2": 1e-3}  # mix.Gate.fit's defaults: part of what the hash names
+# how mix.Gate.fit fits (its keyword defaults): part of what a record's preset_hash names
+GATE = {k: p.default for k, p in inspect.signature(mixture.Gate.fit).parameters.items() if p.kind is p.KEYWORD_ONLY}
 
 
 def run_folders(path: Path) -> dict[tuple[int, int | None], Path]:
@@ -116,13 +118,12 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str
     for t, v in zip(tasks, valid):
         rows = test.task == task_number(t)
         h = scored[v["task"]]
-        match = sum(n for facts, hops in h["hops_by_facts"].items() for k, n in hops.items() if k == facts)
         error = mixture.error(result.logits, test.answer, rows)
         records.append({
             "preset": "", "preset_hash": digest, "commit": code[0], "dirty": code[1], "data": data.name, "task": t,
-            "set": seed_set(a.run), "seed": seed(a.run), "restarts": a.cfg.train.restarts,
+            "set": a.cfg.train.seed // bench.SEED_STEP, "seed": a.cfg.train.seed, "restarts": a.cfg.train.restarts,
             "valid_error": round(v["valid_error"], 6), "test_error": round(error, 6), "failed": is_failed(error),
-            "mean_hops": h["mean_hops"], "hops_match_facts": match / h["n"] if h["n"] else None,
+            "mean_hops": h["mean_hops"], "hops_match_facts": bench.hops_match_facts(h),
             "hop_accuracy": h["hop_accuracy"], "test_questions": h["n"], "train_data": "official",
             **({"joint": list(tasks)} if len(tasks) > 1 else {}),
             "crossfit_valid_error": round(v["crossfit_valid_error"], 6), "share_a": round(h["share_a"], 6),
