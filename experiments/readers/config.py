@@ -65,6 +65,7 @@ class MixtureConfig:
     a: str = ""  # reader A's whole config, as JSON
     b: str = ""  # reader B's whole config, as JSON
     b_vocab: str = ""  # reader B's vocabulary, as JSON (memnet.data.Vocab.to_dict)
+    confidence: bool = False  # the gate also reads each reader's top probability
 
 
 # the readers' fields with a range (memnet.config.RANGES covers the names they share with the package's)

@@ -7,7 +7,8 @@ network cannot (docs/results.md). Each is trained on the same tasks by itself; t
     g(q) = σ(w · x(q) + c)                       x(q): which vocabulary words the question has
     p(a | story, q) = g(q) p_A(a) + (1 − g(q)) p_B(a)
 
-with w and c fitted, the readers frozen, by maximum likelihood of the right answers on held-out
+(with --confidence, x(q) also holds each reader's top probability, max_a p(a)) with w and c
+fitted, the readers frozen, by maximum likelihood of the right answers on held-out
 questions. On the questions a reader was trained on, both are right almost everywhere (a joint
 memory network is 97.7% right on its training questions and 90% on valid), so the training
 questions cannot tell the gate which reader to trust; questions neither reader has seen can.
@@ -32,7 +33,7 @@ import torch
 from torch import Tensor
 
 from experiments.readers.config import MixtureConfig
-from experiments.readers.mixture import Mixture, mixed, question_words, word_map
+from experiments.readers.mixture import Mixture, confidences, gate_inputs, mixed, question_words, word_map
 from memnet import babi, checkpoint, official
 from memnet.cli import Parser
 from memnet.cli.common import data_folder
@@ -42,7 +43,8 @@ from memnet.errors import MemnetError
 from memnet.evaluation import predict
 from memnet.models import Result
 
-__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "error", "fit", "join", "load_pair", "log_probs", "mixed", "payload", "question_words", "readers"]
+__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "confidences", "error", "fit", "gate_inputs", "join", "load_pair",
+           "log_probs", "mixed", "payload", "question_words", "readers"]
 
 
 class Gate:
@@ -123,9 +125,10 @@ def load_pair(run_a: str | Path, run_b: str | Path) -> tuple[Reader, Reader]:
     return a, b
 
 
-def join(a: Reader, b: Reader) -> Mixture:
-    """The two readers as one model, the gate at g = 1/2."""
-    return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type)).eval()
+def join(a: Reader, b: Reader, confidence: bool = False) -> Mixture:
+    """The two readers as one model, the gate at g = 1/2 (with `confidence`, reading their top probabilities too)."""
+    return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type),
+                   confidence).eval()
 
 
 def readers(model: Mixture, batch: Batch) -> tuple[Result, Result]:
@@ -145,17 +148,18 @@ def log_probs(*results: Result) -> tuple[Tensor, ...]:
     return tuple(r.logits.float().log_softmax(-1) for r in results)
 
 
-def fit(a: Reader, b: Reader, valid: Batch, tasks: list) -> tuple[Mixture, float, list[dict[str, Any]]]:
+def fit(a: Reader, b: Reader, valid: Batch, tasks: list,
+        confidence: bool = False) -> tuple[Mixture, float, list[dict[str, Any]]]:
     """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words), each
     reader answering valid once; with the mixture's error on all of valid, and per task: its error
     (its gate fitted on these questions), the cross-fitted error (each question scored by a gate
     fitted on the other half of its task's questions), reader A's mean share and each reader's
     error alone."""
-    model = join(a, b)
+    model = join(a, b, confidence)
     alone = readers(model, valid)
     lp = log_probs(*alone)
-    x = question_words(valid, len(a.vocab))
-    gate = Gate(len(a.vocab)).fit(x, *lp, valid.answer)
+    x = gate_inputs(valid, len(a.vocab), *lp, confidence)
+    gate = Gate(x.shape[1]).fit(x, *lp, valid.answer)
     model.gate_w.copy_(gate.w)
     model.gate_c.copy_(gate.c)
     with torch.no_grad():
@@ -183,7 +187,7 @@ def payload(model: Mixture, a: Reader, b: Reader, valid_accuracy: float) -> dict
     two run folders."""
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     model_cfg = MixtureConfig(a=json.dumps(a.cfg.to_dict()), b=json.dumps(b.cfg.to_dict()),
-                              b_vocab=json.dumps(b.vocab.to_dict()))
+                              b_vocab=json.dumps(b.vocab.to_dict()), confidence=model.confidence)
     cfg = Config(data=DataConfig(**vars(a.cfg.data)), model=model_cfg)
     out = checkpoint.model_payload(state, cfg, a.vocab, 0, valid_accuracy)
     out["readers"] = [str(a.run), str(b.run)]
@@ -208,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("b", metavar="RUN_B", help="run folder of reader B, trained on the same tasks and data")
     parser.add_argument("--out", required=True, help="run folder to write (refused if it holds another run, unless --force)")
     parser.add_argument("--data", help="folder of bAbI files (default: the folder reader A was trained on)")
+    parser.add_argument("--confidence", action="store_true",
+                        help="the gate also reads each reader's top probability (how sure it is of its answer)")
     parser.add_argument("--force", action="store_true", help="replace the run in --out")
     try:
         args = parser.parse_args(argv)
@@ -239,7 +245,7 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"mix: {len(unknown)} word(s) the readers never saw read as <unk>: {' '.join(unknown[:20])}",
               file=sys.stderr)
-    model, err, rows = fit(a, b, valid, tasks)
+    model, err, rows = fit(a, b, valid, tasks, args.confidence)
     folder.make()
     folder.save_model(payload(model, a, b, 1 - err))
     checkpoint.load(folder.model_path)  # read back: a written mixture loads

@@ -92,7 +92,7 @@ def runs_name(run: Path) -> str:
     return run.name
 
 
-def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str, Any]]:
+def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False) -> list[dict[str, Any]]:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
     valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone."""
     began = time.perf_counter()
@@ -104,13 +104,14 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None) -> list[dict[str
     if encoded["valid"] is None or encoded["test"] is None:
         raise MemnetError(f"{data}: expected valid and test files of tasks {a.cfg.data.task}: the gate is fitted "
                           f"on valid and the mixture scored on test")
-    model, _, valid = mixture.fit(a, b, encoded["valid"], tasks)
+    model, _, valid = mixture.fit(a, b, encoded["valid"], tasks, confidence)
     test = encoded["test"]
     result, *readers = mixture.answers(model, test)
     alone = mixture.log_probs(*readers)
     scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
     presets = {name: bench.load_preset(str(r.run / "config.yaml")) for name, r in (("a", a), ("b", b))}
-    digest = hashlib.sha256(json.dumps({"a": presets["a"].hash, "b": presets["b"].hash, "gate": GATE},
+    gate = {**GATE, "confidence": True} if confidence else GATE  # (a gate over the words alone: hashed as before)
+    digest = hashlib.sha256(json.dumps({"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate},
                                        sort_keys=True).encode()).hexdigest()
     code = bench.commit()
     seconds = round(time.perf_counter() - began, 1)
@@ -145,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="bench folder: records appended to OUT/records.jsonl")
     parser.add_argument("--name", default="mix", help="the mixture's preset name in the records (default: mix)")
     parser.add_argument("--data", type=Path, help="the bAbI folder, if not where the runs were trained")
+    parser.add_argument("--confidence", action="store_true",
+                        help="the gate also reads each reader's top probability (how sure it is of its answer)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     try:
@@ -167,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
         if any(r["set"] == k and task in (None, r["task"]) for r in done):
             print(f"{what}: recorded in {path}")
             continue
-        records = [{**r, "preset": args.name} for r in mix(a[k, task], b[k, task], args.data)]
+        records = [{**r, "preset": args.name} for r in mix(a[k, task], b[k, task], args.data, args.confidence)]
         for r in records:
             bench.append(path, r)
         errors = [r["test_error"] for r in records]

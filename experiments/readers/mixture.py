@@ -3,6 +3,10 @@
     g(q) = σ(w · x(q) + c)                       x(q): which vocabulary words the question has
     p(a | story, q) = g(q) p_A(a) + (1 − g(q)) p_B(a)
 
+With `confidence` the gate also reads how sure each reader is of its own answer: x(q) gains
+max_a p_A(a) and max_a p_B(a), so that where the question's words leave the choice open, the
+reader that is surer of its answer can take it.
+
 The batch comes encoded with reader A's vocabulary; reader B reads the same words through its
 own ids (`words`). Attention, hops and halting are reader A's (the memory network, whose hops
 are what inspect shows); the answer, and each hop's answer, is the mixture's, and `share` says
@@ -33,6 +37,17 @@ def question_words(batch: Batch, vocab_size: int) -> Tensor:
     return x
 
 
+def confidences(logp_a: Tensor, logp_b: Tensor) -> Tensor:
+    """(N, 2): each reader's probability of its own answer, max_a p(a), from log-probabilities (N, A)."""
+    return torch.stack([logp_a.max(-1).values, logp_b.max(-1).values], dim=1).exp()
+
+
+def gate_inputs(batch: Batch, vocab_size: int, logp_a: Tensor, logp_b: Tensor, confidence: bool) -> Tensor:
+    """(N, V) the question's words, (N, V + 2) with `confidence`: the readers' top probabilities after them."""
+    x = question_words(batch, vocab_size)
+    return torch.cat([x, confidences(logp_a, logp_b)], dim=1) if confidence else x
+
+
 def mixed(z: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
     """log(g p_A + (1 − g) p_B) for g = σ(z), z (N,) and log-probabilities (N, A) or (N, K, A)
     (p_B may be (N, 1, A)): log g and log(1 − g) as log-sigmoids, finite where g rounds to 0 or 1."""
@@ -47,17 +62,20 @@ def word_map(a: Vocab, b: Vocab) -> Tensor:
 
 
 class Mixture(nn.Module):
-    def __init__(self, a: nn.Module, b: nn.Module, words: Tensor, names: tuple[str, str] = ("A", "B")):
+    def __init__(self, a: nn.Module, b: nn.Module, words: Tensor, names: tuple[str, str] = ("A", "B"),
+                 confidence: bool = False):
         super().__init__()
-        self.a, self.b, self.names = a, b, names
+        self.a, self.b, self.names, self.confidence = a, b, names, confidence
         self.register_buffer("words", words)  # (V_A,) A's word ids in B's vocabulary
-        self.register_buffer("gate_w", torch.zeros(len(words)))  # w: one weight per question word
+        # w: one weight per question word (and with confidence, per reader's top probability)
+        self.register_buffer("gate_w", torch.zeros(len(words) + 2 * confidence))
         self.register_buffer("gate_c", torch.zeros(()))  # c: g = 1/2 before fitting
         self.linear = False
 
-    def gate(self, batch: Batch) -> Tensor:
-        """(N,) z, the gate's logit: g = σ(z) is reader A's share."""
-        return question_words(batch, len(self.words)) @ self.gate_w + self.gate_c
+    def gate(self, batch: Batch, logp_a: Tensor, logp_b: Tensor) -> Tensor:
+        """(N,) z, the gate's logit: g = σ(z) is reader A's share; logp_a and logp_b (N, A) are
+        the readers' answers, which the gate reads with `confidence`."""
+        return gate_inputs(batch, len(self.words), logp_a, logp_b, self.confidence) @ self.gate_w + self.gate_c
 
     def as_b(self, batch: Batch) -> Batch:
         """The batch in reader B's word ids."""
@@ -65,9 +83,9 @@ class Mixture(nn.Module):
 
     def combine(self, batch: Batch, a: Result, b: Result) -> Result:
         """The mixture's Result from each reader's on the same questions."""
-        z = self.gate(batch)
-        logp_b = b.logits.log_softmax(-1)
-        return a._replace(logits=mixed(z, a.logits.log_softmax(-1), logp_b),
+        logp_a, logp_b = a.logits.log_softmax(-1), b.logits.log_softmax(-1)
+        z = self.gate(batch, logp_a, logp_b)
+        return a._replace(logits=mixed(z, logp_a, logp_b),
                           hop_logits=mixed(z, a.hop_logits.log_softmax(-1), logp_b[:, None]),
                           loss=None, share=torch.sigmoid(z))
 
@@ -80,4 +98,5 @@ def from_config(cfg: config.Config, vocab: Vocab) -> Mixture:
     `vocab` is reader A's."""
     a, b = (config.from_dict(json.loads(text)) for text in (cfg.model.a, cfg.model.b))
     b_vocab = Vocab.from_dict(json.loads(cfg.model.b_vocab))
-    return Mixture(build_model(a, vocab), build_model(b, b_vocab), word_map(vocab, b_vocab), (a.model.type, b.model.type))
+    return Mixture(build_model(a, vocab), build_model(b, b_vocab), word_map(vocab, b_vocab), (a.model.type, b.model.type),
+                   cfg.model.confidence)

@@ -77,6 +77,32 @@ def test_the_mixture_is_a_distribution_and_of_equal_readers_that_reader():
     assert torch.allclose(sure.mix(one, better, worse), better, atol=1e-3)
 
 
+def test_with_confidence_the_gate_reads_how_sure_each_reader_is():
+    """Every question has the same words. On half, A is right and sure (0.99) and B wrong (0.9);
+    on the other half A is wrong and less sure (0.7), B right (0.6). No one share g answers both
+    halves (the first needs g > 0.48, the second g < 0.47), so the gate over the words alone gets
+    about half wrong; reading the readers' top probabilities it answers every question right."""
+    n = 200
+    g = torch.Generator().manual_seed(2)
+    right_a = torch.rand(n, generator=g) < 0.5
+    answer = torch.randint(3, (n,), generator=g)
+
+    def reader(right, sure_right, sure_wrong):
+        top = torch.where(right, sure_right, sure_wrong)
+        p = ((1 - top) / 2)[:, None].repeat(1, 3)
+        p[torch.arange(n), torch.where(right, answer, (answer + 1) % 3)] = top
+        return p.log()
+
+    a, b = reader(right_a, 0.99, 0.7), reader(~right_a, 0.6, 0.9)
+    words = torch.ones(n, 1)
+    plain = mixture.Gate(1).fit(words, a, b, answer, steps=1000, lr=0.5, l2=0.0)
+    assert 0.3 < (plain.mix(words, a, b).argmax(-1) != answer).float().mean() < 0.7
+    x = torch.cat([words, mixture.confidences(a, b)], dim=1)
+    assert torch.allclose(x[:, 1], torch.where(right_a, 0.99, 0.7)) and torch.allclose(x[:, 2], torch.where(right_a, 0.9, 0.6))
+    sure = mixture.Gate(3).fit(x, a, b, answer, steps=1000, lr=0.5, l2=0.0)
+    assert (sure.mix(x, a, b).argmax(-1) == answer).all()
+
+
 def test_question_words_leave_out_padding_and_unknown_words():
     class Questions:  # what question_words reads of a Batch
         query = torch.tensor([[5, 3, 1, 0], [2, 2, 0, 0]])  # word ids; 0 padding, 1 <unk>
@@ -207,6 +233,33 @@ def test_mix_writes_one_model_that_eval_inspect_and_ask_load(two_runs, tmp_path,
     story.write_text(sample.facts[sample.support_positions[0]].text.join(["1 ", ".\n"]) + "2 " + sample.question.text + "\n")
     assert main(["ask", "--checkpoint", str(out), "--story", str(story)]) == 0
     assert "readers: memn2n" in capsys.readouterr().out
+
+
+def test_a_mixture_whose_gate_reads_confidence_loads_and_mixes_as_fitted(two_runs, tmp_path, capsys):
+    out = tmp_path / "mix"
+    assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(out), "--confidence"]) == 0
+    capsys.readouterr()
+    model, cfg, vocab, _ = checkpoint.load(out / "model.pt")
+    assert cfg.model.confidence and model.confidence and model.gate_w.shape == (len(vocab) + 2,)
+    a, b = mixture.load_pair(two_runs / "mn", two_runs / "words")
+    splits = read_splits(cfg.data.dir, [1, 19], cfg.data.valid_fraction)
+    test_a = encode_tasks(splits["test"], a.vocab, cfg.data.memory_size)
+    test_b = encode_tasks(splits["test"], b.vocab, cfg.data.memory_size)
+    lp_a, lp_b = predict(a.model, test_a).logits.log_softmax(-1), predict(b.model, test_b).logits.log_softmax(-1)
+    gate = mixture.Gate(len(vocab) + 2)
+    gate.w, gate.c = model.gate_w, model.gate_c
+    x = mixture.gate_inputs(test_a, len(vocab), lp_a, lp_b, True)
+    assert torch.allclose(predict(model, test_a).logits, gate.mix(x, lp_a, lp_b), atol=1e-5)
+    assert (gate.w[-2:] != 0).all()  # the fit moved the confidences' weights
+    for name in ("mn", "words"):
+        shutil.copytree(two_runs / name, tmp_path / f"{name}-joint" / "set-0")
+    hashes = []  # the gate over the words alone and with confidence: two presets, two hashes
+    for flags in ([], ["--confidence"]):
+        bench_out = tmp_path / f"bench{len(flags)}"
+        done = mix_readers(str(tmp_path / "mn-joint"), str(tmp_path / "words-joint"), "--out", str(bench_out), *flags)
+        assert done.returncode == 0, done.stderr
+        hashes.append({json.loads(line)["preset_hash"] for line in (bench_out / "records.jsonl").read_text().splitlines()})
+    assert len(hashes[0]) == len(hashes[1]) == 1 and hashes[0] != hashes[1]
 
 
 def test_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
