@@ -7,12 +7,12 @@ network cannot (docs/results.md). Each is trained on the same tasks by itself; t
     g(q) = σ(w · x(q) + c)                       x(q): which vocabulary words the question has
     p(a | story, q) = g(q) p_A(a) + (1 − g(q)) p_B(a)
 
-(with --confidence, x(q) also holds each reader's top probability, max_a p(a)) with w and c
-fitted, the readers frozen, by maximum likelihood of the right answers on held-out
-questions. On the questions a reader was trained on, both are right almost everywhere (a joint
-memory network is 97.7% right on its training questions and 90% on valid), so the training
-questions cannot tell the gate which reader to trust; questions neither reader has seen can.
-The gate sees no task number: only the question's words.
+with w and c fitted, the readers frozen, by maximum likelihood of the right answers on held-out
+questions (with --confidence, x(q) also holds each reader's top probability, max_a p(a); it was
+not lower on valid, experiments/README.md). On the questions a reader was trained on, both are
+right almost everywhere (a joint memory network is 97.7% right on its training questions and 90%
+on valid), so the training questions cannot tell the gate which reader to trust; questions
+neither reader has seen can. The gate sees no task number: only the question's words.
 
 `python -m experiments.readers.mix RUN_A RUN_B --out RUN` (load_pair, fit, payload; from the
 repository root) writes the mixture as a checkpoint of model.type mixture that `memnet eval`,
