@@ -22,6 +22,7 @@ mix_readers.py scores it as a column of the benchmark.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 import sys
@@ -43,8 +44,9 @@ from memnet.errors import MemnetError
 from memnet.evaluation import predict
 from memnet.models import Result
 
-__all__ = ["Gate", "Reader", "crossfit_wrong", "answers", "confidences", "error", "fit", "gate_inputs", "join", "load_pair",
-           "log_probs", "mixed", "payload", "question_words", "readers"]
+__all__ = ["Gate", "Reader", "as_reader", "check_pair", "crossfit_wrong", "answers", "confidences", "error", "fit",
+           "gate_inputs", "join", "load_pair", "log_probs", "mixed", "mixture_config", "payload", "question_words",
+           "readers"]
 
 
 class Gate:
@@ -107,11 +109,17 @@ class Reader:
 
 def load_pair(run_a: str | Path, run_b: str | Path) -> tuple[Reader, Reader]:
     """The two run folders' models (RUN/model.pt), refused with a clear error unless they were
-    trained on the same tasks with the same answers, words and memory size."""
+    trained on the same tasks with the same answers and words, and B keeps no more memories than A."""
     a, b = (Reader(Path(run), *checkpoint.load(Path(run) / "model.pt")[:3]) for run in (run_a, run_b))
-    for r in (a, b):
-        if isinstance(r.model, Mixture):
-            raise MemnetError(f"{r.run}: already a mixture of two readers; mix two trained runs")
+    if isinstance(b.model, Mixture):
+        raise MemnetError(f"{b.run}: already a mixture of two readers; mix it as reader A (a cascade), or two trained runs")
+    check_pair(a, b)
+    return a, b
+
+
+def check_pair(a: Reader, b: Reader) -> None:
+    """Refused with a clear error unless the two readers were trained on the same tasks with the
+    same answers and words, and B keeps no more memories than A (B reads A's most recent ones)."""
     if a.cfg.data.task != b.cfg.data.task:
         raise MemnetError(f"{a.run} was trained on tasks {a.cfg.data.task}, {b.run} on {b.cfg.data.task}")
     if a.vocab.answers != b.vocab.answers:
@@ -119,16 +127,16 @@ def load_pair(run_a: str | Path, run_b: str | Path) -> tuple[Reader, Reader]:
     extra = sorted(set(b.vocab.itos) - set(a.vocab.itos))
     if extra:
         raise MemnetError(f"{b.run} knows words {a.run} never saw ({' '.join(extra[:5])}): not trained on the same data")
-    if a.cfg.data.memory_size != b.cfg.data.memory_size:
+    if b.cfg.data.memory_size > a.cfg.data.memory_size:
         raise MemnetError(f"{a.run} reads {a.cfg.data.memory_size} memories, {b.run} {b.cfg.data.memory_size}: "
-                          f"train both with the same data.memory_size")
-    return a, b
+                          f"reader B reads the most recent of A's; train it with no larger data.memory_size, or "
+                          f"swap the two")
 
 
 def join(a: Reader, b: Reader, confidence: bool = False) -> Mixture:
     """The two readers as one model, the gate at g = 1/2 (with `confidence`, reading their top probabilities too)."""
     return Mixture(a.model, b.model, word_map(a.vocab, b.vocab), (a.cfg.model.type, b.cfg.model.type),
-                   confidence).eval()
+                   confidence, b.cfg.data.memory_size).eval()
 
 
 def readers(model: Mixture, batch: Batch) -> tuple[Result, Result]:
@@ -186,12 +194,23 @@ def payload(model: Mixture, a: Reader, b: Reader, valid_accuracy: float) -> dict
     readers' configs and B's vocabulary, reader A's data section and vocabulary; `readers`, the
     two run folders."""
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    model_cfg = MixtureConfig(a=json.dumps(a.cfg.to_dict()), b=json.dumps(b.cfg.to_dict()),
-                              b_vocab=json.dumps(b.vocab.to_dict()), confidence=model.confidence)
-    cfg = Config(data=DataConfig(**vars(a.cfg.data)), model=model_cfg)
-    out = checkpoint.model_payload(state, cfg, a.vocab, 0, valid_accuracy)
+    out = checkpoint.model_payload(state, mixture_config(model, a, b), a.vocab, 0, valid_accuracy)
     out["readers"] = [str(a.run), str(b.run)]
     return out
+
+
+def mixture_config(model: Mixture, a: Reader, b: Reader) -> Config:
+    """The mixture's config: model.type mixture holding both readers' configs and B's
+    vocabulary, and reader A's data section."""
+    model_cfg = MixtureConfig(a=json.dumps(a.cfg.to_dict()), b=json.dumps(b.cfg.to_dict()),
+                              b_vocab=json.dumps(b.vocab.to_dict()), confidence=model.confidence)
+    return Config(data=DataConfig(**vars(a.cfg.data)), model=model_cfg)
+
+
+def as_reader(model: Mixture, a: Reader, b: Reader) -> Reader:
+    """The fitted mixture as reader A of another mixture (a cascade): reader A's run, training
+    section and vocabulary."""
+    return Reader(a.run, model, dataclasses.replace(mixture_config(model, a, b), train=a.cfg.train), a.vocab)
 
 
 def mean(rows: list[dict[str, Any]], key: str) -> float:

@@ -17,6 +17,15 @@ folder each (memnet train --out). A record's valid_error is the fitted gate's on
 it was fitted on; crossfit_valid_error, that of gates fitted on the other half of each task's
 valid questions. Its preset_hash is that of the two readers' preset hashes and the gate's fit;
 its hops and hop accuracy are reader A's (the memory network's when it is A).
+
+A cascade (--then RUNS_C --then-config PRESET_C, runs trained per task): where the mixture of A
+and B is above --above (5%) on the task's valid split, cross-fitted, it is mixed again with a
+third reader, (A ⊕ B) ⊕ C, the second gate fitted on the same valid questions; reader C is
+trained only on those tasks (a reader too dear to train on every task, such as the pair reader,
+whose cost grows with the square of the memories it keeps; it may keep fewer than A and reads
+the most recent). A task waiting for C's run is not recorded; the command to train it is
+printed. Its record's `cascade` holds the threshold, the mixture of A and B's cross-fitted
+valid error and, where C was mixed in, the test errors of A ⊕ B and of C alone.
 """
 from __future__ import annotations
 
@@ -27,6 +36,7 @@ import json
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +44,7 @@ import torch
 import yaml
 
 from experiments.readers import mix as mixture
-from memnet import babi, bench
+from memnet import babi, bench, checkpoint
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
@@ -92,12 +102,30 @@ def runs_name(run: Path) -> str:
     return run.name
 
 
-def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False) -> list[dict[str, Any]]:
+@dataclass
+class Then:
+    """Reader C of a cascade (--then): its runs by (seed set, task), its preset, and the
+    cross-fitted valid error of the mixture of A and B above which a task is mixed with C too."""
+    runs: dict[tuple[int, int | None], Path]
+    preset: bench.Preset
+    above: float
+
+    def hashed(self) -> dict[str, Any]:
+        return {"preset": self.preset.hash, "above": self.above}
+
+
+def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False,
+        then: Then | None = None) -> list[dict[str, Any]] | None:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
-    valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone."""
+    valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone.
+    With `then` (runs trained per task), a task whose cross-fitted valid error is above then.above
+    is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and task; None where
+    that run is not there yet."""
     began = time.perf_counter()
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
+    if then is not None and len(tasks) > 1:
+        raise MemnetError(f"{run_a}: trained on tasks {a.cfg.data.task} together; --then mixes runs trained per task")
     data = Path(data_dir or a.cfg.data.dir)
     splits = read_splits(data, tasks, a.cfg.data.valid_fraction)
     encoded = {s: encode_tasks(splits[s], a.vocab, a.cfg.data.memory_size) for s in SPLITS}
@@ -108,11 +136,31 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     test = encoded["test"]
     result, *readers = mixture.answers(model, test)
     alone = mixture.log_probs(*readers)
-    scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
     presets = {name: bench.load_preset(str(r.run / "config.yaml")) for name, r in (("a", a), ("b", b))}
     gate = {**GATE, "confidence": True} if confidence else GATE  # (a gate over the words alone: hashed as before)
-    digest = hashlib.sha256(json.dumps({"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate},
-                                       sort_keys=True).encode()).hexdigest()
+    hashed = {"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate}
+    cascade, runs = {}, {"a": a.run, "b": b.run}
+    if then is not None:
+        hashed["then"] = then.hashed()
+        cascade = {"above": then.above, "crossfit_valid_error_ab": round(valid[0]["crossfit_valid_error"], 6)}
+        if valid[0]["crossfit_valid_error"] > then.above:
+            run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, tasks[0]))
+            if run_c is None:
+                return None
+            c = mixture.Reader(run_c, *checkpoint.load(run_c / "model.pt")[:3])
+            presets["c"] = bench.load_preset(str(run_c / "config.yaml"))
+            if presets["c"].hash != then.preset.hash:
+                raise MemnetError(f"{run_c}: trained with another preset than --then-config {then.preset.name}")
+            ab = mixture.as_reader(model, a, b)
+            mixture.check_pair(ab, c)
+            model, _, valid = mixture.fit(ab, c, encoded["valid"], tasks, confidence)
+            result, ab_result, c_result = mixture.answers(model, test)
+            rows = test.task == task_number(tasks[0])
+            cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
+                            for k, r in (("ab", ab_result), ("c", c_result))})
+            runs["c"] = c.run
+    scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
+    digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     code = bench.commit()
     seconds = round(time.perf_counter() - began, 1)
     records = []
@@ -130,8 +178,9 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
             "crossfit_valid_error": round(v["crossfit_valid_error"], 6), "share_a": round(h["share_a"], 6),
             "test_error_a": round(mixture.error(alone[0], test.answer, rows), 6),
             "test_error_b": round(mixture.error(alone[1], test.answer, rows), 6),
-            "readers": {k: {"runs": runs_name(r.run), "preset_hash": p.hash, "run": str(r.run)}
-                        for (k, p), r in zip(presets.items(), (a, b))},
+            **({"cascade": cascade} if cascade else {}),
+            "readers": {k: {"runs": runs_name(run), "preset_hash": presets[k].hash, "run": str(run)}
+                        for k, run in runs.items()},
             "seconds": seconds})
     return records
 
@@ -148,6 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="the bAbI folder, if not where the runs were trained")
     parser.add_argument("--confidence", action="store_true",
                         help="the gate also reads each reader's top probability (how sure it is of its answer)")
+    parser.add_argument("--then", type=Path, metavar="RUNS_C",
+                        help="reader C's runs (memnet bench --runs, trained per task): a task whose mixture of A and B "
+                             "is above --above on valid (cross-fitted) is mixed again with C, (A + B) + C")
+    parser.add_argument("--then-config", metavar="PRESET",
+                        help="with --then: reader C's preset (memnet bench --config), which its runs must have trained")
+    parser.add_argument("--above", type=float, default=0.05,
+                        help="with --then: the cross-fitted valid error above which a task takes reader C (default 0.05)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     try:
@@ -162,21 +218,38 @@ def run(args: argparse.Namespace) -> int:
     pairs = sorted(set(a) & set(b), key=lambda k: (k[0], k[1] or 0))
     if not pairs:
         raise MemnetError(f"{args.a} and {args.b} hold no run of the same seed set (and task) both")
+    then = None
+    if (args.then is None) != (args.then_config is None):
+        raise MemnetError("--then and --then-config: give both (reader C's runs and its preset) or neither")
+    if args.then is not None:
+        c = run_folders(args.then) if args.then.is_dir() and any(args.then.glob("set-*/qa*/model.pt")) else {}
+        then = Then(c, bench.load_preset(args.then_config), args.above)
     path = args.out / bench.RECORDS
     done = [r for r in bench.read_records(path) if r["preset"] == args.name] if path.exists() else []
     args.out.mkdir(parents=True, exist_ok=True)
+    wanting: dict[int, list[int]] = {}  # seed set: the tasks that wait for reader C's run
     for k, task in pairs:
         what = f"set {k}" + (f" qa{task}" if task is not None else "")
         if any(r["set"] == k and task in (None, r["task"]) for r in done):
             print(f"{what}: recorded in {path}")
             continue
-        records = [{**r, "preset": args.name} for r in mix(a[k, task], b[k, task], args.data, args.confidence)]
+        records = mix(a[k, task], b[k, task], args.data, args.confidence, then)
+        if records is None:
+            wanting.setdefault(k, []).append(task)
+            print(f"{what}: above {args.above:.0%} on valid: waits for reader C's run")
+            continue
+        records = [{**r, "preset": args.name} for r in records]
         for r in records:
             bench.append(path, r)
         errors = [r["test_error"] for r in records]
         print(f"{what}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
               f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
               f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
+    data = args.data or yaml.safe_load((next(iter(a.values())) / "config.yaml").read_text(encoding="utf-8"))["data"]["dir"]
+    for k, tasks in wanting.items():
+        print(f"set {k}: train reader C on these tasks, then run this again: memnet bench --config {args.then_config} "
+              f"--tasks {','.join(map(str, tasks))} --sets 1 --first-set {k} --data {data} "
+              f"--runs {args.then.parent} --out {args.out / 'reader-c'}")
     print(f"the table: memnet bench --table {path}")
     return 0
 

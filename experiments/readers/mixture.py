@@ -13,6 +13,10 @@ are what inspect shows); the answer, and each hop's answer, is the mixture's, an
 how much of it is reader A's. experiments/readers/mix.py fits w and c. The mixture's config
 (MixtureConfig) holds both readers' configs and reader B's vocabulary, so its checkpoint loads
 through the registry like any model's (from_config).
+
+Reader B may keep fewer memories than A (its data.memory_size): it then reads the most recent of
+A's (`recent`), as it was trained. Reader A may itself be a mixture: (A ⊕ B) ⊕ C, a cascade
+(mix_readers.py --then), whose attention is the innermost reader A's.
 """
 from __future__ import annotations
 
@@ -55,6 +59,16 @@ def mixed(z: Tensor, logp_a: Tensor, logp_b: Tensor) -> Tensor:
     return torch.logaddexp(logp_a + F.logsigmoid(z), logp_b + F.logsigmoid(-z))
 
 
+def recent(batch: Batch, memory_size: int) -> Batch:
+    """The batch with only its `memory_size` most recent memories (slots 0..memory_size-1), as
+    memnet.data encodes the same questions with that memory size; a supporting fact beyond it has slot -1."""
+    if batch.story.shape[1] <= memory_size:
+        return batch
+    return dataclasses.replace(batch, story=batch.story[:, :memory_size], time=batch.time[:, :memory_size],
+                               length=batch.length.clamp(max=memory_size),
+                               support=batch.support.masked_fill(batch.support >= memory_size, -1))
+
+
 def word_map(a: Vocab, b: Vocab) -> Tensor:
     """(len(a),) long: each of vocabulary a's word ids as vocabulary b's id (1, <unk>, where b
     lacks the word; padding stays 0)."""
@@ -63,9 +77,10 @@ def word_map(a: Vocab, b: Vocab) -> Tensor:
 
 class Mixture(nn.Module):
     def __init__(self, a: nn.Module, b: nn.Module, words: Tensor, names: tuple[str, str] = ("A", "B"),
-                 confidence: bool = False):
+                 confidence: bool = False, memory_b: int | None = None):
         super().__init__()
         self.a, self.b, self.names, self.confidence = a, b, names, confidence
+        self.memory_b = memory_b  # reader B's memory size, where it keeps fewer memories than A
         self.register_buffer("words", words)  # (V_A,) A's word ids in B's vocabulary
         # w: one weight per question word (and with confidence, per reader's top probability)
         self.register_buffer("gate_w", torch.zeros(len(words) + 2 * confidence))
@@ -78,8 +93,9 @@ class Mixture(nn.Module):
         return gate_inputs(batch, len(self.words), logp_a, logp_b, self.confidence) @ self.gate_w + self.gate_c
 
     def as_b(self, batch: Batch) -> Batch:
-        """The batch in reader B's word ids."""
-        return dataclasses.replace(batch, story=self.words[batch.story], query=self.words[batch.query])
+        """The batch in reader B's word ids (and memories)."""
+        batch = dataclasses.replace(batch, story=self.words[batch.story], query=self.words[batch.query])
+        return recent(batch, self.memory_b) if self.memory_b else batch
 
     def combine(self, batch: Batch, a: Result, b: Result) -> Result:
         """The mixture's Result from each reader's on the same questions."""
@@ -99,4 +115,4 @@ def from_config(cfg: config.Config, vocab: Vocab) -> Mixture:
     a, b = (config.from_dict(json.loads(text)) for text in (cfg.model.a, cfg.model.b))
     b_vocab = Vocab.from_dict(json.loads(cfg.model.b_vocab))
     return Mixture(build_model(a, vocab), build_model(b, b_vocab), word_map(vocab, b_vocab), (a.model.type, b.model.type),
-                   cfg.model.confidence)
+                   cfg.model.confidence, b.data.memory_size)

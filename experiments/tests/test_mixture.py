@@ -17,7 +17,7 @@ import torch
 from experiments.readers import mix as mixture
 from experiments.readers.mix import main as mix_main
 from experiments.tests.conftest import PLUGIN_ENV
-from experiments.readers.mixture import Mixture, word_map
+from experiments.readers.mixture import Mixture, recent, word_map
 from memnet import checkpoint, generator
 from memnet.cli import main
 from memnet.data import Vocab, encode_tasks, read_splits
@@ -279,10 +279,10 @@ def test_mix_refuses_and_writes_nothing(two_runs, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{broken / 'model.pt'}: not a readable memnet checkpoint" in err and "Traceback" not in err
     assert not (tmp_path / "new").exists()
-    mix = tmp_path / "mix"  # a mixture is not a reader to mix again
+    mix = tmp_path / "mix"  # a mixture is not a reader B (as reader A it is a cascade)
     assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix)]) == 0
     capsys.readouterr()
-    assert mix_main([str(mix), str(two_runs / "words"), "--out", str(tmp_path / "new")]) == 2
+    assert mix_main([str(two_runs / "words"), str(mix), "--out", str(tmp_path / "new")]) == 2
     assert "already a mixture of two readers" in capsys.readouterr().err and not (tmp_path / "new").exists()
     (mix / "last.pt").write_bytes(b"a file of the run that held the folder")  # --force replaces that run's files
     assert mix_main([str(two_runs / "mn"), str(two_runs / "words"), "--out", str(mix), "--force"]) == 0
@@ -299,3 +299,109 @@ def test_mix_readers_refuses_runs_of_different_tasks(tmp_path):
     out = mix_readers(str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "mix"))
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "was trained on tasks 1,17" in out.stderr and not (tmp_path / "mix" / "records.jsonl").exists()
+
+
+def test_recent_is_the_batch_encoded_with_fewer_memories(tmp_path):
+    data = tmp_path / "data"
+    generator.write_dataset(data, 2, train=20, test=10, seed=0)  # stories longer than 4 facts, facts beyond them
+    samples = read_splits(data, [2], 0.1)["test"]
+    vocab = Vocab.build(s for ss in samples.values() for s in ss)
+    wide, narrow = encode_tasks(samples, vocab, 50), encode_tasks(samples, vocab, 4)
+    cut = recent(wide, 4)
+    assert (wide.length > 4).any() and (wide.support >= 4).any()
+    j = narrow.story.shape[2]
+    assert torch.equal(cut.story[..., :j], narrow.story) and not cut.story[..., j:].any()
+    for name in ("query", "length", "answer", "support", "n_support", "task", "time"):
+        assert torch.equal(getattr(cut, name), getattr(narrow, name)), name
+    assert recent(narrow, 50) is narrow
+
+
+@pytest.fixture(scope="module")
+def three_per_task(tmp_path_factory):
+    """Per-task runs of qa19 as memnet bench --runs keeps them (PRESET/set-0/qa19): a memory
+    network, a word reader and a pair reader that keeps 5 memories; the pair reader's preset file."""
+    root = tmp_path_factory.mktemp("three")
+    data = root / "data"
+    generator.write_dataset(data, 19, train=60, test=20, seed=0)
+    pairs = root / "pairs.yaml"
+    pairs.write_text("data:\n  memory_size: 5\nmodel:\n  type: pairs\n  dim: 8\n  hidden: 8\n"
+                     "train:\n  epochs: 1\n  linear_start_epochs: 0\n")
+    runs = {"mn": ["--config", "none", "--model.dim=8"],
+            "words": ["--config", "none", "--model.type=words", "--model.dim=8", "--model.hidden=8"],
+            "pairs": ["--config", str(pairs)]}
+    for name, flags in runs.items():
+        assert main(["train", "--data", str(data), "--task", "19", "--out", str(root / name / "set-0" / "qa19"),
+                     "--quiet", "--train.epochs=1", *flags]) == 0
+    return root, pairs
+
+
+def test_a_cascade_mixes_the_mixture_with_reader_c_where_it_is_above_the_threshold(three_per_task, tmp_path):
+    """--then: a task above --above on valid (cross-fitted) waits for reader C's run, then is
+    mixed again with it, (A + B) + C; a task below is the mixture of A and B, with the cascade's hash."""
+    root, pairs = three_per_task
+    runs_c = tmp_path / "pairs"
+    cascade = [str(root / "mn"), str(root / "words"), "--then", str(runs_c), "--then-config", str(pairs)]
+    waits = mix_readers(*cascade, "--above", "-1", "--out", str(tmp_path / "above"))  # every task above -1
+    assert waits.returncode == 0, waits.stderr
+    assert "set 0 qa19: above -100% on valid: waits for reader C's run" in waits.stdout
+    assert f"--tasks 19 --sets 1 --first-set 0" in waits.stdout and f"--runs {tmp_path}" in waits.stdout
+    assert not (tmp_path / "above" / "records.jsonl").exists()
+    shutil.copytree(root / "pairs", runs_c)  # reader C trained where it was wanted
+    done = mix_readers(*cascade, "--above", "-1", "--out", str(tmp_path / "above"))
+    assert done.returncode == 0, done.stderr
+    [r] = [json.loads(line) for line in (tmp_path / "above" / "records.jsonl").read_text().splitlines()]
+    assert r["readers"]["c"]["run"] == str(runs_c / "set-0" / "qa19") and r["cascade"]["above"] == -1
+    assert {"test_error_ab", "test_error_c", "crossfit_valid_error_ab"} <= set(r["cascade"])
+    a, b = mixture.load_pair(root / "mn" / "set-0" / "qa19", root / "words" / "set-0" / "qa19")
+    c = mixture.Reader(runs_c / "set-0" / "qa19", *checkpoint.load(runs_c / "set-0" / "qa19" / "model.pt")[:3])
+    cfg = a.cfg
+    splits = read_splits(cfg.data.dir, [19], cfg.data.valid_fraction)
+    valid, test = (encode_tasks(splits[s], a.vocab, cfg.data.memory_size) for s in ("valid", "test"))
+    ab, _, _ = mixture.fit(a, b, valid, [19])
+    abc, _, _ = mixture.fit(mixture.as_reader(ab, a, b), c, valid, [19])
+    assert abc.memory_b == 5 and isinstance(abc.a, Mixture)
+    c_alone = predict(c.model, encode_tasks(splits["test"], c.vocab, 5)).logits.log_softmax(-1)
+    z = abc.gate(test, predict(ab, test).logits.log_softmax(-1), c_alone)
+    expected = mixture.mixed(z, predict(ab, test).logits.log_softmax(-1), c_alone)
+    wrong = (expected.argmax(-1) != test.answer).float().mean()
+    assert math.isclose(r["test_error"], float(wrong), abs_tol=1e-6)
+    assert math.isclose(r["cascade"]["test_error_c"], float((c_alone.argmax(-1) != test.answer).float().mean()),
+                        abs_tol=1e-6)
+    below = mix_readers(*cascade, "--above", "1", "--out", str(tmp_path / "below"))  # no task above 100%
+    plain = mix_readers(str(root / "mn"), str(root / "words"), "--out", str(tmp_path / "plain"))
+    assert below.returncode == plain.returncode == 0
+    [low] = [json.loads(line) for line in (tmp_path / "below" / "records.jsonl").read_text().splitlines()]
+    [two] = [json.loads(line) for line in (tmp_path / "plain" / "records.jsonl").read_text().splitlines()]
+    assert low["test_error"] == two["test_error"] and "c" not in low["readers"] and "cascade" not in two
+    assert low["preset_hash"] != two["preset_hash"] != r["preset_hash"] != low["preset_hash"]
+
+
+def test_a_cascade_refuses_runs_of_another_preset_and_half_its_flags(three_per_task, tmp_path):
+    root, pairs = three_per_task
+    other = tmp_path / "other.yaml"
+    other.write_text(pairs.read_text().replace("hidden: 8", "hidden: 9"))
+    wrong = mix_readers(str(root / "mn"), str(root / "words"), "--then", str(root / "pairs"), "--then-config",
+                        str(other), "--above", "-1", "--out", str(tmp_path / "out"))
+    assert wrong.returncode == 2 and "trained with another preset than --then-config other" in wrong.stderr
+    half = mix_readers(str(root / "mn"), str(root / "words"), "--then", str(root / "pairs"), "--out", str(tmp_path / "o"))
+    assert half.returncode == 2 and "give both" in half.stderr and "Traceback" not in half.stderr
+    assert not (tmp_path / "out" / "records.jsonl").exists()
+
+
+def test_reader_b_keeping_more_memories_than_a_is_refused(three_per_task, capsys, tmp_path):
+    root, _ = three_per_task
+    assert mix_main([str(root / "pairs" / "set-0" / "qa19"), str(root / "words" / "set-0" / "qa19"),
+                     "--out", str(tmp_path / "mix")]) == 2
+    assert "reader B reads the most recent of A's" in capsys.readouterr().err and not (tmp_path / "mix").exists()
+
+
+def test_a_mixture_of_a_mixture_and_a_reader_with_fewer_memories_loads_as_fitted(three_per_task, tmp_path, capsys):
+    root, _ = three_per_task
+    run = {name: str(root / name / "set-0" / "qa19") for name in ("mn", "words", "pairs")}
+    assert mix_main([run["mn"], run["words"], "--out", str(tmp_path / "ab")]) == 0
+    assert mix_main([str(tmp_path / "ab"), run["pairs"], "--out", str(tmp_path / "abc")]) == 0
+    capsys.readouterr()
+    model, cfg, vocab, _ = checkpoint.load(tmp_path / "abc" / "model.pt")
+    assert isinstance(model.a, Mixture) and model.memory_b == 5 and cfg.model.type == "mixture"
+    assert main(["eval", "--checkpoint", str(tmp_path / "abc"), "--json"]) == 0
+    assert 0 <= json.loads(capsys.readouterr().out)["error"] <= 1
