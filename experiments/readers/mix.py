@@ -83,16 +83,23 @@ class Gate:
         return self
 
 
-def crossfit_wrong(x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, tasks: Tensor) -> Tensor:
+def crossfit_wrong(x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, tasks: Tensor,
+                   inner: tuple[Tensor, Tensor, Tensor] | None = None) -> Tensor:
     """(N,) bool: each question answered wrong by a gate fitted on the other half of its task's
     questions (alternate questions of each task in two halves), so that the gate's own valid
-    error is not its fit to the questions it is scored on."""
+    error is not its fit to the questions it is scored on. `inner`, where reader A is itself a
+    mixture (a cascade): its gate's inputs and its readers' log-probabilities, (x, logp_a, logp_b),
+    so that its gate too is fitted on the other half only (logp_a is then that refitted mixture's)."""
     half = torch.zeros(len(answer), dtype=torch.bool)
     for t in tasks.unique():
         rows = (tasks == t).nonzero()[:, 0]
         half[rows[::2]] = True
     wrong = torch.zeros(len(answer), dtype=torch.bool)
     for part in (half, ~half):
+        if inner is not None:
+            xi, inner_a, inner_b = inner
+            logp_a = Gate(xi.shape[1]).fit(xi[~part], inner_a[~part], inner_b[~part], answer[~part]).mix(xi, inner_a,
+                                                                                                       inner_b)
         gate = Gate(x.shape[1]).fit(x[~part], logp_a[~part], logp_b[~part], answer[~part])
         wrong[part] = (gate.mix(x, logp_a, logp_b).argmax(-1) != answer)[part]
     return wrong
@@ -161,8 +168,8 @@ def fit(a: Reader, b: Reader, valid: Batch, tasks: list,
     """The mixture of the two readers with its gate fitted on `valid` (a Batch in A's words), each
     reader answering valid once; with the mixture's error on all of valid, and per task: its error
     (its gate fitted on these questions), the cross-fitted error (each question scored by a gate
-    fitted on the other half of its task's questions), reader A's mean share and each reader's
-    error alone."""
+    fitted on the other half of its task's questions; where A is itself a mixture, its gate too),
+    reader A's mean share and each reader's error alone."""
     model = join(a, b, confidence)
     alone = readers(model, valid)
     lp = log_probs(*alone)
@@ -172,7 +179,11 @@ def fit(a: Reader, b: Reader, valid: Batch, tasks: list,
     model.gate_c.copy_(gate.c)
     with torch.no_grad():
         mix = model.combine(valid, *alone)
-    cross = crossfit_wrong(x, *lp, valid.answer, valid.task)
+    inner = None
+    if isinstance(a.model, Mixture):  # a cascade: reader A's own gate is fitted on each half alone too
+        lp_inner = log_probs(*readers(a.model, valid))
+        inner = (gate_inputs(valid, len(a.vocab), *lp_inner, a.model.confidence), *lp_inner)
+    cross = crossfit_wrong(x, *lp, valid.answer, valid.task, inner)
     rows = []
     for t in tasks:
         n = task_number(t)

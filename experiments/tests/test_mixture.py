@@ -131,6 +131,23 @@ def test_the_crossfitted_error_is_scored_by_a_gate_that_did_not_see_the_question
     assert 0.35 < wrong.float().mean() < 0.65
 
 
+def test_a_cascade_is_cross_fitted_with_its_inner_gate_fitted_on_the_other_half_too():
+    """Reader A a mixture whose gate learnt the valid questions one by one: taken as fitted, the
+    cascade looks right everywhere; with A's gate fitted on the other half too, about half are wrong."""
+    n = 200
+    g = torch.Generator().manual_seed(2)
+    right_a = torch.rand(n, generator=g) < 0.5
+    x = torch.eye(n)  # each question its own word
+    answer = torch.randint(3, (n,), generator=g)
+    a, b = confident(right_a, answer), confident(~right_a, answer)
+    fitted = mixture.Gate(n).fit(x, a, b, answer, steps=300, lr=0.5, l2=0.0).mix(x, a, b)
+    c = confident(torch.zeros(n, dtype=torch.bool), answer)  # reader C: always wrong
+    tasks, outer = torch.ones(n, dtype=torch.long), torch.ones(n, 1)
+    assert mixture.crossfit_wrong(outer, fitted, c, answer, tasks).float().mean() < 0.05
+    honest = mixture.crossfit_wrong(outer, fitted, c, answer, tasks, inner=(x, a, b))
+    assert 0.35 < honest.float().mean() < 0.65
+
+
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """A joint memory network (each answer phrase a word of its own) and a joint word reader on
