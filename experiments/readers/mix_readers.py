@@ -114,6 +114,12 @@ class Then:
         return {"preset": self.preset.hash, "above": self.above}
 
 
+def is_above(error: float, threshold: float) -> bool:
+    """Whether a share of questions answered wrong is above the threshold, at the 6 digits the
+    records keep: 5 wrong of 100 (0.05 in float32 is 0.0500000007) is not above 0.05."""
+    return round(error, 6) > threshold
+
+
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False,
         then: Then | None = None) -> list[dict[str, Any]] | None:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
@@ -143,7 +149,7 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     if then is not None:
         hashed["then"] = then.hashed()
         cascade = {"above": then.above, "crossfit_valid_error_ab": round(valid[0]["crossfit_valid_error"], 6)}
-        if valid[0]["crossfit_valid_error"] > then.above:
+        if is_above(valid[0]["crossfit_valid_error"], then.above):
             run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, tasks[0]))
             if run_c is None:
                 return None

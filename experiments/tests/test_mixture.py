@@ -393,6 +393,12 @@ def test_a_cascade_mixes_the_mixture_with_reader_c_where_it_is_above_the_thresho
     assert low["preset_hash"] != two["preset_hash"] != r["preset_hash"] != low["preset_hash"]
 
 
+def test_five_wrong_of_a_hundred_is_not_above_five_percent():
+    from experiments.readers.mix_readers import is_above
+    five = float((torch.arange(100) < 5).float().mean())  # float32: a hair above 0.05
+    assert five > 0.05 and not is_above(five, 0.05) and is_above(float((torch.arange(100) < 6).float().mean()), 0.05)
+
+
 def test_a_cascade_refuses_runs_of_another_preset_and_half_its_flags(three_per_task, tmp_path):
     root, pairs = three_per_task
     other = tmp_path / "other.yaml"
