@@ -45,8 +45,8 @@ from memnet.evaluation import predict
 from memnet.models import Result
 
 __all__ = ["Gate", "Reader", "as_reader", "check_pair", "crossfit_wrong", "answers", "confidences", "error", "fit",
-           "gate_inputs", "join", "load_pair", "log_probs", "mixed", "mixture_config", "payload", "question_words",
-           "readers"]
+           "gate_inputs", "join", "load_pair", "load_reader", "log_probs", "mixed", "mixture_config", "payload",
+           "question_words", "readers"]
 
 
 class Gate:
@@ -117,11 +117,16 @@ class Reader:
 def load_pair(run_a: str | Path, run_b: str | Path) -> tuple[Reader, Reader]:
     """The two run folders' models (RUN/model.pt), refused with a clear error unless they were
     trained on the same tasks with the same answers and words, and B keeps no more memories than A."""
-    a, b = (Reader(Path(run), *checkpoint.load(Path(run) / "model.pt")[:3]) for run in (run_a, run_b))
+    a, b = load_reader(run_a), load_reader(run_b)
     if isinstance(b.model, Mixture):
         raise MemnetError(f"{b.run}: already a mixture of two readers; mix it as reader A (a cascade), or two trained runs")
     check_pair(a, b)
     return a, b
+
+
+def load_reader(run: str | Path) -> Reader:
+    """A run folder's model (RUN/model.pt), config and vocabulary."""
+    return Reader(Path(run), *checkpoint.load(Path(run) / "model.pt")[:3])
 
 
 def check_pair(a: Reader, b: Reader) -> None:

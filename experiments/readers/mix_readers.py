@@ -44,7 +44,7 @@ import torch
 import yaml
 
 from experiments.readers import mix as mixture
-from memnet import babi, bench, checkpoint
+from memnet import babi, bench
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
@@ -153,7 +153,7 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
             run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, tasks[0]))
             if run_c is None:
                 return None
-            c = mixture.Reader(run_c, *checkpoint.load(run_c / "model.pt")[:3])
+            c = mixture.load_reader(run_c)
             presets["c"] = bench.load_preset(str(run_c / "config.yaml"))
             if presets["c"].hash != then.preset.hash:
                 raise MemnetError(f"{run_c}: trained with another preset than --then-config {then.preset.name}")
@@ -251,8 +251,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{what}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
               f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
               f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
-    data = args.data or yaml.safe_load((next(iter(a.values())) / "config.yaml").read_text(encoding="utf-8"))["data"]["dir"]
     for k, tasks in wanting.items():
+        data = args.data or yaml.safe_load((a[k, tasks[0]] / "config.yaml").read_text(encoding="utf-8"))["data"]["dir"]
         print(f"set {k}: train reader C on these tasks, then run this again: memnet bench --config {args.then_config} "
               f"--tasks {','.join(map(str, tasks))} --sets 1 --first-set {k} --data {data} "
               f"--runs {args.then.parent} --out {args.out / 'reader-c'}")

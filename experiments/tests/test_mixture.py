@@ -370,7 +370,7 @@ def test_a_cascade_mixes_the_mixture_with_reader_c_where_it_is_above_the_thresho
     assert r["readers"]["c"]["run"] == str(runs_c / "set-0" / "qa19") and r["cascade"]["above"] == -1
     assert {"test_error_ab", "test_error_c", "crossfit_valid_error_ab"} <= set(r["cascade"])
     a, b = mixture.load_pair(root / "mn" / "set-0" / "qa19", root / "words" / "set-0" / "qa19")
-    c = mixture.Reader(runs_c / "set-0" / "qa19", *checkpoint.load(runs_c / "set-0" / "qa19" / "model.pt")[:3])
+    c = mixture.load_reader(runs_c / "set-0" / "qa19")
     cfg = a.cfg
     splits = read_splits(cfg.data.dir, [19], cfg.data.valid_fraction)
     valid, test = (encode_tasks(splits[s], a.vocab, cfg.data.memory_size) for s in ("valid", "test"))
