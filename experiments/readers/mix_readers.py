@@ -77,10 +77,12 @@ def run_folders(path: Path) -> dict[tuple[int, int | None], Path]:
 
 
 def finished(run: Path) -> bool:
-    """Whether a run folder's training ended: its metrics.jsonl's last line holds the test's metrics."""
+    """Whether a run folder's training ran to its end: its metrics.jsonl's last line holds the
+    test's metrics and was not written by a stopped run (which evaluates the weights it has: the
+    bench records no such run, and runs its job again)."""
     try:
-        last = (run / "metrics.jsonl").read_text(encoding="utf-8").strip().splitlines()[-1]
-        return "test" in json.loads(last)
+        last = json.loads((run / "metrics.jsonl").read_text(encoding="utf-8").strip().splitlines()[-1])
+        return "test" in last and not last.get("interrupted", False)
     except (OSError, IndexError, ValueError):
         return False
 

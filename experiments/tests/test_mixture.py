@@ -174,6 +174,11 @@ def test_mix_readers_writes_the_bench_records_of_the_mixture_once_per_seed_set(t
     lines = (unfinished / "metrics.jsonl").read_text().splitlines()
     (unfinished / "metrics.jsonl").write_text("\n".join(lines[:-1]) + "\n")
     shutil.copytree(unfinished, runs["words"] / "set-1")
+    stopped = runs["mn"] / "set-2"  # a run stopped early: the weights it had, evaluated on test, say so
+    shutil.copytree(two_runs / "mn", stopped)
+    *lines, last = (stopped / "metrics.jsonl").read_text().splitlines()
+    (stopped / "metrics.jsonl").write_text("\n".join([*lines, json.dumps({**json.loads(last), "interrupted": True})]) + "\n")
+    shutil.copytree(two_runs / "words", runs["words"] / "set-2")
     out = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix")
     assert out.returncode == 0, out.stderr
     path = tmp_path / "bench" / "records.jsonl"
