@@ -18,14 +18,17 @@ it was fitted on; crossfit_valid_error, that of gates fitted on the other half o
 valid questions. Its preset_hash is that of the two readers' preset hashes and the gate's fit;
 its hops and hop accuracy are reader A's (the memory network's when it is A).
 
-A cascade (--then RUNS_C --then-config PRESET_C, runs trained per task): where the mixture of A
+A cascade (--then RUNS_C --then-config PRESET_C), of runs trained per task: where the mixture of A
 and B is above --above (5%) on the task's valid split, cross-fitted, it is mixed again with a
 third reader, (A ⊕ B) ⊕ C, the second gate fitted on the same valid questions; reader C is
 trained only on those tasks (a reader too dear to train on every task, such as the pair reader,
 whose cost grows with the square of the memories it keeps; it may keep fewer than A and reads
 the most recent). A task waiting for C's run is not recorded; the command to train it is
 printed. Its record's `cascade` holds the threshold, the mixture of A and B's cross-fitted
-valid error and, where C was mixed in, the test errors of A ⊕ B and of C alone.
+valid error and, where C was mixed in, the test errors of A ⊕ B and of C alone. Runs trained on
+the tasks together (--joint) make one model, which answers every task: it is mixed with reader
+C's joint run of the same seed set on every task, no threshold read (a record's `cascade` then
+holds no threshold).
 """
 from __future__ import annotations
 
@@ -126,14 +129,14 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
         then: Then | None = None) -> list[dict[str, Any]] | None:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
     valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone.
-    With `then` (runs trained per task), a task whose cross-fitted valid error is above then.above
-    is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and task; None where
-    that run is not there yet."""
+    With `then`, runs trained per task: a task whose cross-fitted valid error is above then.above
+    is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and task. Runs trained
+    on the tasks together: the one model is mixed with C's joint run of the seed set, on every
+    task. None where C's run is not there yet."""
     began = time.perf_counter()
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
-    if then is not None and len(tasks) > 1:
-        raise MemnetError(f"{run_a}: trained on tasks {a.cfg.data.task} together; --then mixes runs trained per task")
+    joint = len(tasks) > 1
     data = Path(data_dir or a.cfg.data.dir)
     splits = read_splits(data, tasks, a.cfg.data.valid_fraction)
     encoded = {s: encode_tasks(splits[s], a.vocab, a.cfg.data.memory_size) for s in SPLITS}
@@ -147,12 +150,15 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     presets = {name: bench.load_preset(str(r.run / "config.yaml")) for name, r in (("a", a), ("b", b))}
     gate = {**GATE, "confidence": True} if confidence else GATE  # (a gate over the words alone: hashed as before)
     hashed = {"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate}
-    cascade, runs = {}, {"a": a.run, "b": b.run}
+    cascades, runs = [{} for _ in tasks], {"a": a.run, "b": b.run}  # per task: its record's "cascade"
     if then is not None:
-        hashed["then"] = then.hashed()
-        cascade = {"above": then.above, "crossfit_valid_error_ab": round(valid[0]["crossfit_valid_error"], 6)}
-        if is_above(valid[0]["crossfit_valid_error"], then.above):
-            run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, tasks[0]))
+        # a joint model answers every task, so it takes C on every task: no threshold is read
+        hashed["then"] = {"preset": then.preset.hash} if joint else then.hashed()
+        cascades = [{} if joint else {"above": then.above} for _ in tasks]
+        for cascade, v in zip(cascades, valid):
+            cascade["crossfit_valid_error_ab"] = round(v["crossfit_valid_error"], 6)
+        if joint or is_above(valid[0]["crossfit_valid_error"], then.above):
+            run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
             if run_c is None:
                 return None
             c = mixture.load_reader(run_c)
@@ -163,16 +169,17 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
             mixture.check_pair(ab, c)
             model, _, valid = mixture.fit(ab, c, encoded["valid"], tasks, confidence)
             result, ab_result, c_result = mixture.answers(model, test)
-            rows = test.task == task_number(tasks[0])
-            cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
-                            for k, r in (("ab", ab_result), ("c", c_result))})
+            for t, cascade in zip(tasks, cascades):
+                rows = test.task == task_number(t)
+                cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
+                                for k, r in (("ab", ab_result), ("c", c_result))})
             runs["c"] = c.run
     scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     code = bench.commit()
     seconds = round(time.perf_counter() - began, 1)
     records = []
-    for t, v in zip(tasks, valid):
+    for t, v, cascade in zip(tasks, valid, cascades):
         rows = test.task == task_number(t)
         h = scored[v["task"]]
         error = mixture.error(result.logits, test.answer, rows)
@@ -182,7 +189,7 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
             "valid_error": round(v["valid_error"], 6), "test_error": round(error, 6), "failed": is_failed(error),
             "mean_hops": h["mean_hops"], "hops_match_facts": bench.hops_match_facts(h),
             "hop_accuracy": h["hop_accuracy"], "test_questions": h["n"], "train_data": "official",
-            **({"joint": list(tasks)} if len(tasks) > 1 else {}),
+            **({"joint": list(tasks)} if joint else {}),
             "crossfit_valid_error": round(v["crossfit_valid_error"], 6), "share_a": round(h["share_a"], 6),
             "test_error_a": round(mixture.error(alone[0], test.answer, rows), 6),
             "test_error_b": round(mixture.error(alone[1], test.answer, rows), 6),
@@ -206,8 +213,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--confidence", action="store_true",
                         help="the gate also reads each reader's top probability (how sure it is of its answer)")
     parser.add_argument("--then", type=Path, metavar="RUNS_C",
-                        help="reader C's runs (memnet bench --runs, trained per task): a task whose mixture of A and B "
-                             "is above --above on valid (cross-fitted) is mixed again with C, (A + B) + C")
+                        help="reader C's runs (memnet bench --runs): trained per task, a task whose mixture of A and B "
+                             "is above --above on valid (cross-fitted) is mixed again with C, (A + B) + C; trained on "
+                             "the tasks together (--joint), every task is")
     parser.add_argument("--then-config", metavar="PRESET",
                         help="with --then: reader C's preset (memnet bench --config), which its runs must have trained")
     parser.add_argument("--above", type=float, default=0.05,
@@ -230,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.then is None) != (args.then_config is None):
         raise MemnetError("--then and --then-config: give both (reader C's runs and its preset) or neither")
     if args.then is not None:
-        c = run_folders(args.then) if args.then.is_dir() and any(args.then.glob("set-*/qa*/model.pt")) else {}
+        c = run_folders(args.then) if args.then.is_dir() and any(args.then.glob("set-*/**/model.pt")) else {}
         then = Then(c, bench.load_preset(args.then_config), args.above)
     path = args.out / bench.RECORDS
     done = [r for r in bench.read_records(path) if r["preset"] == args.name] if path.exists() else []
@@ -244,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         records = mix(a[k, task], b[k, task], args.data, args.confidence, then)
         if records is None:
             wanting.setdefault(k, []).append(task)
-            print(f"{what}: above {args.above:.0%} on valid: waits for reader C's run")
+            print(f"{what}: " + ("" if task is None else f"above {args.above:.0%} on valid: ") + "waits for reader C's run")
             continue
         records = [{**r, "preset": args.name} for r in records]
         for r in records:
@@ -254,9 +262,10 @@ def run(args: argparse.Namespace) -> int:
               f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
               f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
     for k, tasks in wanting.items():
-        data = args.data or yaml.safe_load((a[k, tasks[0]] / "config.yaml").read_text(encoding="utf-8"))["data"]["dir"]
+        trained = yaml.safe_load((a[k, tasks[0]] / "config.yaml").read_text(encoding="utf-8"))["data"]
+        which = f"--joint --tasks {trained['task']}" if tasks == [None] else f"--tasks {','.join(map(str, tasks))}"
         print(f"set {k}: train reader C on these tasks, then run this again: memnet bench --config {args.then_config} "
-              f"--tasks {','.join(map(str, tasks))} --sets 1 --first-set {k} --data {data} "
+              f"{which} --sets 1 --first-set {k} --data {args.data or trained['dir']} "
               f"--runs {args.then.parent} --out {args.out / 'reader-c'}")
     print(f"the table: memnet bench --table {path}")
     return 0

@@ -398,6 +398,43 @@ def test_a_cascade_mixes_the_mixture_with_reader_c_where_it_is_above_the_thresho
     assert low["preset_hash"] != two["preset_hash"] != r["preset_hash"] != low["preset_hash"]
 
 
+def test_a_joint_cascade_mixes_the_one_model_with_reader_cs_joint_run_on_every_task(two_runs, tmp_path):
+    """--then with runs trained on the tasks together: no threshold, every task of the seed set
+    waits for C's joint run, then each task's record is the one model (A + B) + C scored there."""
+    pairs = tmp_path / "pairs.yaml"
+    pairs.write_text("data:\n  memory_size: 5\nmodel:\n  type: pairs\n  dim: 8\n  hidden: 8\n"
+                     "train:\n  epochs: 1\n  linear_start_epochs: 0\n")
+    runs = {name: tmp_path / f"{name}-joint" for name in ("mn", "words", "pairs")}
+    for name in ("mn", "words"):
+        shutil.copytree(two_runs / name, runs[name] / "set-0")
+    cascade = [str(runs["mn"]), str(runs["words"]), "--then", str(runs["pairs"]), "--then-config", str(pairs),
+               "--out", str(tmp_path / "bench")]
+    waits = mix_readers(*cascade)
+    assert waits.returncode == 0, waits.stderr
+    assert "set 0: waits for reader C's run" in waits.stdout and "--joint --tasks 1,19 --sets 1 --first-set 0" in waits.stdout
+    assert not (tmp_path / "bench" / "records.jsonl").exists()
+    assert main(["train", "--data", str(two_runs / "data"), "--task", "1,19", "--out", str(runs["pairs"] / "set-0"),
+                 "--quiet", "--config", str(pairs)]) == 0
+    done = mix_readers(*cascade)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in (tmp_path / "bench" / "records.jsonl").read_text().splitlines()]
+    assert [(r["task"], r["joint"], r["readers"]["c"]["run"]) for r in records] == \
+        [(t, [1, 19], str(runs["pairs"] / "set-0")) for t in (1, 19)]
+    a, b = mixture.load_pair(runs["mn"] / "set-0", runs["words"] / "set-0")
+    c = mixture.load_reader(runs["pairs"] / "set-0")
+    splits = read_splits(two_runs / "data", [1, 19], a.cfg.data.valid_fraction)
+    valid, test = (encode_tasks(splits[s], a.vocab, a.cfg.data.memory_size) for s in ("valid", "test"))
+    ab, _, _ = mixture.fit(a, b, valid, [1, 19])
+    abc, _, _ = mixture.fit(mixture.as_reader(ab, a, b), c, valid, [1, 19])
+    wrong = predict(abc, test).logits.argmax(-1) != test.answer
+    c_wrong = predict(c.model, encode_tasks(splits["test"], c.vocab, 5)).logits.argmax(-1) != test.answer
+    for r, task in zip(records, (1, 19)):
+        rows = test.task == task
+        assert set(r["cascade"]) == {"crossfit_valid_error_ab", "test_error_ab", "test_error_c"}  # no threshold
+        assert math.isclose(r["test_error"], float(wrong[rows].float().mean()), abs_tol=1e-6)
+        assert math.isclose(r["cascade"]["test_error_c"], float(c_wrong[rows].float().mean()), abs_tol=1e-6)
+
+
 def test_five_wrong_of_a_hundred_is_not_above_five_percent():
     from experiments.readers.mix_readers import is_above
     five = float((torch.arange(100) < 5).float().mean())  # float32: a hair above 0.05
