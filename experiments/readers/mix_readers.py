@@ -6,7 +6,8 @@ RUNS/PRESET-joint/set-K (trained per task, without --joint: RUNS/PRESET/set-K/qa
 task by task). For each seed set (and task) both hold, the gate is fitted on the valid split (as
 mix.py fits it) and the mixture scored on test, and one record per task, in the bench's format,
 is appended to OUT/records.jsonl, so that `memnet bench --table OUT/records.jsonl` prints its
-table. A set (or task) already recorded there is not mixed again.
+table. A set (or task) already recorded there is not mixed again; --first-set K --sets N mixes
+only the seed sets K .. K + N - 1 of those both hold.
 
     MEMNET_PLUGINS=experiments.readers PYTHONPATH=. memnet bench --config joint \\
         --config experiments/configs/joint-words.yaml --joint --sets 3 --first-set 20 --runs RUNS --out BENCH
@@ -48,6 +49,7 @@ import yaml
 
 from experiments.readers import mix as mixture
 from memnet import babi, bench
+from memnet.cli import integer
 from memnet.data import encode_tasks, read_splits, task_number
 from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
@@ -218,6 +220,9 @@ def main(argv: list[str] | None = None) -> int:
                              "the tasks together (--joint), every task is")
     parser.add_argument("--then-config", metavar="PRESET",
                         help="with --then: reader C's preset (memnet bench --config), which its runs must have trained")
+    parser.add_argument("--first-set", type=integer(0), metavar="K",
+                        help="mix only the seed sets K .. K + SETS - 1 (as memnet bench counts them; default: every set both hold)")
+    parser.add_argument("--sets", type=integer(1), help="with --first-set: how many seed sets (default: 1)")
     parser.add_argument("--above", type=float, default=0.05,
                         help="with --then: the cross-fitted valid error above which a task takes reader C (default 0.05)")
     args = parser.parse_args(argv)
@@ -232,8 +237,14 @@ def main(argv: list[str] | None = None) -> int:
 def run(args: argparse.Namespace) -> int:
     a, b = run_folders(args.a), run_folders(args.b)
     pairs = sorted(set(a) & set(b), key=lambda k: (k[0], k[1] or 0))
+    if args.sets is not None and args.first_set is None:
+        raise MemnetError("--sets: counts the seed sets from --first-set K; give --first-set too")
+    last = None if args.first_set is None else args.first_set + (args.sets or 1) - 1
+    if last is not None:
+        pairs = [(k, task) for k, task in pairs if args.first_set <= k <= last]
     if not pairs:
-        raise MemnetError(f"{args.a} and {args.b} hold no run of the same seed set (and task) both")
+        which = "" if last is None else f" among seed sets {args.first_set}-{last}"
+        raise MemnetError(f"{args.a} and {args.b} hold no run of the same seed set (and task) both{which}")
     then = None
     if (args.then is None) != (args.then_config is None):
         raise MemnetError("--then and --then-config: give both (reader C's runs and its preset) or neither")

@@ -179,7 +179,12 @@ def test_mix_readers_writes_the_bench_records_of_the_mixture_once_per_seed_set(t
     *lines, last = (stopped / "metrics.jsonl").read_text().splitlines()
     (stopped / "metrics.jsonl").write_text("\n".join([*lines, json.dumps({**json.loads(last), "interrupted": True})]) + "\n")
     shutil.copytree(two_runs / "words", runs["words"] / "set-2")
-    out = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix")
+    others = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--first-set", "1",
+                         "--sets", "5")  # set 0 left out, set 1 unfinished, set 2 stopped: nothing to mix
+    assert others.returncode == 2 and "hold no run of the same seed set (and task) both among seed sets 1-5" in others.stderr
+    assert not (tmp_path / "bench").exists()
+    out = mix_readers(str(runs["mn"]), str(runs["words"]), "--out", str(tmp_path / "bench"), "--name", "joint-mix",
+                      "--first-set", "0")
     assert out.returncode == 0, out.stderr
     path = tmp_path / "bench" / "records.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -450,6 +455,8 @@ def test_a_cascade_refuses_runs_of_another_preset_and_half_its_flags(three_per_t
     assert wrong.returncode == 2 and "trained with another preset than --then-config other" in wrong.stderr
     half = mix_readers(str(root / "mn"), str(root / "words"), "--then", str(root / "pairs"), "--out", str(tmp_path / "o"))
     assert half.returncode == 2 and "give both" in half.stderr and "Traceback" not in half.stderr
+    sets = mix_readers(str(root / "mn"), str(root / "words"), "--sets", "2", "--out", str(tmp_path / "out"))
+    assert sets.returncode == 2 and "give --first-set too" in sets.stderr and "Traceback" not in sets.stderr
     assert not (tmp_path / "out" / "records.jsonl").exists()
 
 
