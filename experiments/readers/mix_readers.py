@@ -156,8 +156,9 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     if then is not None:
         # a joint model answers every task, so it takes C on every task: no threshold is read
         hashed["then"] = {"preset": then.preset.hash} if joint else then.hashed()
-        cascades = [{} if joint else {"above": then.above} for _ in tasks]
         for cascade, v in zip(cascades, valid):
+            if not joint:
+                cascade["above"] = then.above
             cascade["crossfit_valid_error_ab"] = round(v["crossfit_valid_error"], 6)
         if joint or is_above(valid[0]["crossfit_valid_error"], then.above):
             run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
