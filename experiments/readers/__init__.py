@@ -1,8 +1,9 @@
 """Readers built around a few bAbI tasks, as a memnet plug-in (docs/plugins.md): the pair reader
 (model.type pairs, qa19's paths), the word reader (words: which fact names which thing, counts
-and lists) and a mixture of two trained readers (mixture, written by mix.py).
+and lists), the item reader (items: an answer as a set of items, each read for on its own) and a
+mixture of two trained readers (mixture, written by mix.py).
 
-Importing this module registers the three model types; memnet imports it where the environment
+Importing this module registers the four model types; memnet imports it where the environment
 says so, from the repository root:
 
     MEMNET_PLUGINS=experiments.readers PYTHONPATH=. memnet train --config none --model.type=words ...
@@ -19,7 +20,7 @@ from memnet.registry import register
 if TYPE_CHECKING:  # memnet.data loads torch, which the command line's flags do without
     from memnet.data import Vocab
 
-from experiments.readers.config import MixtureConfig, PairsConfig, WordsConfig, check, describe
+from experiments.readers.config import ItemsConfig, MixtureConfig, PairsConfig, WordsConfig, check, describe
 
 
 def build_pairs(cfg: Config, vocab: Vocab):
@@ -42,6 +43,13 @@ def build_words(cfg: Config, vocab: Vocab):
                       attention_supervision=cfg.train.attention_supervision)
 
 
+def build_items(cfg: Config, vocab: Vocab):
+    from experiments.readers.items import ItemReader
+    m = cfg.model
+    return ItemReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
+                      hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, dropout=m.dropout)
+
+
 def build_mixture(cfg: Config, vocab: Vocab):
     from experiments.readers.mixture import from_config
     return from_config(cfg, vocab)
@@ -49,5 +57,6 @@ def build_mixture(cfg: Config, vocab: Vocab):
 
 register("pairs", PairsConfig, build_pairs, check=check, describe=describe, step="fact", module=__name__)
 register("words", WordsConfig, build_words, check=check, describe=describe, step="read", module=__name__)
+register("items", ItemsConfig, build_items, check=check, describe=describe, step="read", module=__name__)
 # the mixture's attention and hops are reader A's, a memory network's as a rule
 register("mixture", MixtureConfig, build_mixture, check=check, describe=describe, step="hop", module=__name__)

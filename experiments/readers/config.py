@@ -56,6 +56,19 @@ class WordsConfig:
 
 
 @dataclass
+class ItemsConfig:
+    """The item reader (experiments/readers/items.py): one read of the story for each item an answer can hold."""
+
+    type: str = "items"
+    dim: int = 32  # embedding size d
+    hidden: int = 64  # hidden units of each item's score
+    max_words: int = 20  # word positions the learned masks cover (bAbI's longest sentence has 11)
+    temporal: bool = True  # temporal encoding T(i) of each memory's age (from 0)
+    init_std: float = 1.0  # standard deviation of the embeddings' and the items' starting normal
+    dropout: float = 0.0  # dropout on each item's hidden layer, in training
+
+
+@dataclass
 class MixtureConfig:
     """Two trained readers and a gate over the question's words (experiments/readers/mixture.py),
     written by experiments/readers/mix.py, never trained by memnet train. The checkpoint's
@@ -104,6 +117,8 @@ def describe(cfg: Config) -> tuple[int, str]:
         return 2, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, answer {answer}"
     if isinstance(mc, WordsConfig):  # one read of the story's words
         return 1, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden"
+    if isinstance(mc, ItemsConfig):  # one read per item
+        return 1, f"{mc.type}, d={mc.dim}, {mc.hidden} hidden, an answer as a set of items"
     from memnet.report import describe as readers_line  # a mixture: reader A's steps (report is loaded by now)
     a, b = (from_dict(json.loads(text)) for text in (mc.a, mc.b))
     steps, line = readers_line(a)

@@ -8,7 +8,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import experiments.readers  # noqa: E402,F401  (registers model.type pairs, words and mixture)
+import experiments.readers  # noqa: E402,F401  (registers model.type pairs, words, items and mixture)
 from tests.conftest import babi_fixtures, qa1, widened  # noqa: E402,F401
 
 # what a subprocess needs to load the plug-in as this process has it

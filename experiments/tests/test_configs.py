@@ -12,7 +12,7 @@ CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
 def test_each_preset_loads_with_the_plugin(path):
     cfg = load(path)  # unknown keys, wrong types and out-of-range values raise ConfigError
-    assert cfg.model.type in ("memn2n", "pairs", "words")
+    assert cfg.model.type in ("memn2n", "pairs", "words", "items")
 
 
 def test_pairs10_narrow_is_pairs10_started_narrow_and_trained_a_third_as_long():
