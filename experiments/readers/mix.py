@@ -84,22 +84,27 @@ class Gate:
 
 
 def crossfit_wrong(x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, tasks: Tensor,
-                   inner: tuple[Tensor, Tensor, Tensor] | None = None) -> Tensor:
+                   inner: list[tuple[Tensor, ...]] | None = None) -> Tensor:
     """(N,) bool: each question answered wrong by a gate fitted on the other half of its task's
     questions (alternate questions of each task in two halves), so that the gate's own valid
     error is not its fit to the questions it is scored on. `inner`, where reader A is itself a
-    mixture (a cascade): its gate's inputs and its readers' log-probabilities, (x, logp_a, logp_b),
-    so that its gate too is fitted on the other half only (logp_a is then that refitted mixture's)."""
+    mixture (a cascade): the gates inside it, innermost first, each as its inputs and its reader
+    B's log-probabilities, the innermost with its reader A's too, [(x, logp_a, logp_b), (x, logp_b),
+    ...], so that each of them too is fitted on the other half only (logp_a is then the mixture
+    they make, refitted level by level)."""
     half = torch.zeros(len(answer), dtype=torch.bool)
     for t in tasks.unique():
         rows = (tasks == t).nonzero()[:, 0]
         half[rows[::2]] = True
     wrong = torch.zeros(len(answer), dtype=torch.bool)
     for part in (half, ~half):
-        if inner is not None:
-            xi, inner_a, inner_b = inner
-            logp_a = Gate(xi.shape[1]).fit(xi[~part], inner_a[~part], inner_b[~part], answer[~part]).mix(xi, inner_a,
-                                                                                                       inner_b)
+        if inner:
+            (xi, below, inner_b), *outer = inner
+            below = Gate(xi.shape[1]).fit(xi[~part], below[~part], inner_b[~part], answer[~part]).mix(xi, below, inner_b)
+            for xi, inner_b in outer:
+                below = Gate(xi.shape[1]).fit(xi[~part], below[~part], inner_b[~part], answer[~part]).mix(xi, below,
+                                                                                                          inner_b)
+            logp_a = below
         gate = Gate(x.shape[1]).fit(x[~part], logp_a[~part], logp_b[~part], answer[~part])
         wrong[part] = (gate.mix(x, logp_a, logp_b).argmax(-1) != answer)[part]
     return wrong
@@ -184,10 +189,8 @@ def fit(a: Reader, b: Reader, valid: Batch, tasks: list,
     model.gate_c.copy_(gate.c)
     with torch.no_grad():
         mix = model.combine(valid, *alone)
-    inner = None
-    if isinstance(a.model, Mixture):  # a cascade: reader A's own gate is fitted on each half alone too
-        lp_inner = log_probs(*readers(a.model, valid))
-        inner = (gate_inputs(valid, len(a.vocab), *lp_inner, a.model.confidence), *lp_inner)
+    # a cascade: the gates inside reader A are fitted on each half alone too
+    inner = inner_gates(a.model, valid, len(a.vocab)) if isinstance(a.model, Mixture) else None
     cross = crossfit_wrong(x, *lp, valid.answer, valid.task, inner)
     rows = []
     for t in tasks:
@@ -198,6 +201,15 @@ def fit(a: Reader, b: Reader, valid: Batch, tasks: list,
                      "share_a": float(mix.share[here].mean()),
                      "valid_error_a": error(lp[0], valid.answer, here), "valid_error_b": error(lp[1], valid.answer, here)})
     return model, error(mix.logits, valid.answer, torch.ones_like(valid.answer, dtype=torch.bool)), rows
+
+
+def inner_gates(model: Mixture, valid: Batch, vocab_size: int) -> list[tuple[Tensor, ...]]:
+    """crossfit_wrong's `inner` for a mixture used as reader A: its gates, innermost first."""
+    lp = log_probs(*readers(model, valid))
+    x = gate_inputs(valid, vocab_size, *lp, model.confidence)
+    if isinstance(model.a, Mixture):
+        return inner_gates(model.a, valid, vocab_size) + [(x, lp[1])]
+    return [(x, *lp)]
 
 
 def error(logits: Tensor, answer: Tensor, rows: Tensor) -> float:

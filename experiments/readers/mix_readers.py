@@ -26,7 +26,11 @@ trained only on those tasks (a reader too dear to train on every task, such as t
 whose cost grows with the square of the memories it keeps; it may keep fewer than A and reads
 the most recent). A task waiting for C's run is not recorded; the command to train it is
 printed. Its record's `cascade` holds the threshold, the mixture of A and B's cross-fitted
-valid error and, where C was mixed in, the test errors of A ⊕ B and of C alone. Runs trained on
+valid error and, where C was mixed in, the test errors of A ⊕ B and of C alone. A second
+--then RUNS_D --then-config PRESET_D adds a fourth reader the same way, ((A ⊕ B) ⊕ C) ⊕ D, on
+the tasks where the cascade before it is still above --above, cross-fitted with every gate
+inside it refitted on each half (the `cascade` keys then add crossfit_valid_error_abc,
+test_error_abc and test_error_d); and so on, a letter a reader. Runs trained on
 the tasks together (--joint) make one model, which answers every task: it is mixed with reader
 C's joint run of the same seed set on every task, no threshold read (a record's `cascade` then
 holds no threshold).
@@ -55,6 +59,7 @@ from memnet.errors import MemnetError
 from memnet.evaluation import is_failed, metrics
 
 SPLITS = ("valid", "test")
+LATER = "cdefgh"  # the letters of a cascade's later readers, in turn (--then)
 # how mix.Gate.fit fits (its keyword defaults): part of what a record's preset_hash names
 GATE = {k: p.default for k, p in inspect.signature(mixture.Gate.fit).parameters.items() if p.kind is p.KEYWORD_ONLY}
 
@@ -111,8 +116,9 @@ def runs_name(run: Path) -> str:
 
 @dataclass
 class Then:
-    """Reader C of a cascade (--then): its runs by (seed set, task), its preset, and the
-    cross-fitted valid error of the mixture of A and B above which a task is mixed with C too."""
+    """A later reader of a cascade (--then; C, then D, ...): its runs by (seed set, task), its
+    preset, and the cross-fitted valid error of the readers before it above which a task is
+    mixed with it too."""
     runs: dict[tuple[int, int | None], Path]
     preset: bench.Preset
     above: float
@@ -128,13 +134,14 @@ def is_above(error: float, threshold: float) -> bool:
 
 
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False,
-        then: Then | None = None) -> list[dict[str, Any]] | None:
+        then: Then | list[Then] | None = None) -> list[dict[str, Any]] | str:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
     valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone.
     With `then`, runs trained per task: a task whose cross-fitted valid error is above then.above
     is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and task. Runs trained
     on the tasks together: the one model is mixed with C's joint run of the seed set, on every
-    task. None where C's run is not there yet."""
+    task. A list of them: C, then D on the tasks still above, and so on. Where a reader's run is
+    not there yet, its letter ('c', 'd', ...)."""
     began = time.perf_counter()
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
@@ -153,30 +160,36 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     gate = {**GATE, "confidence": True} if confidence else GATE  # (a gate over the words alone: hashed as before)
     hashed = {"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate}
     cascades, runs = [{} for _ in tasks], {"a": a.run, "b": b.run}  # per task: its record's "cascade"
-    if then is not None:
+    stages = [] if then is None else [then] if isinstance(then, Then) else list(then)
+    if stages and not joint:
+        for cascade in cascades:
+            cascade["above"] = stages[0].above
+    for letter, stage in zip(LATER, stages):
         # a joint model answers every task, so it takes C on every task: no threshold is read
-        hashed["then"] = {"preset": then.preset.hash} if joint else then.hashed()
+        hashed["then" if letter == "c" else f"then_{letter}"] = {"preset": stage.preset.hash} if joint else stage.hashed()
+    before = "ab"  # the readers mixed so far
+    for letter, stage in zip(LATER, stages):
         for cascade, v in zip(cascades, valid):
-            if not joint:
-                cascade["above"] = then.above
-            cascade["crossfit_valid_error_ab"] = round(v["crossfit_valid_error"], 6)
-        if joint or is_above(valid[0]["crossfit_valid_error"], then.above):
-            run_c = then.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
-            if run_c is None:
-                return None
-            c = mixture.load_reader(run_c)
-            presets["c"] = bench.load_preset(str(run_c / "config.yaml"))
-            if presets["c"].hash != then.preset.hash:
-                raise MemnetError(f"{run_c}: trained with another preset than --then-config {then.preset.name}")
-            ab = mixture.as_reader(model, a, b)
-            mixture.check_pair(ab, c)
-            model, _, valid = mixture.fit(ab, c, encoded["valid"], tasks, confidence)
-            result, ab_result, c_result = mixture.answers(model, test)
-            for t, cascade in zip(tasks, cascades):
-                rows = test.task == task_number(t)
-                cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
-                                for k, r in (("ab", ab_result), ("c", c_result))})
-            runs["c"] = c.run
+            cascade[f"crossfit_valid_error_{before}"] = round(v["crossfit_valid_error"], 6)
+        if not (joint or is_above(valid[0]["crossfit_valid_error"], stage.above)):
+            break
+        run_c = stage.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
+        if run_c is None:
+            return letter
+        c = mixture.load_reader(run_c)
+        presets[letter] = bench.load_preset(str(run_c / "config.yaml"))
+        if presets[letter].hash != stage.preset.hash:
+            raise MemnetError(f"{run_c}: trained with another preset than --then-config {stage.preset.name}")
+        ab = mixture.as_reader(model, a, b) if letter == "c" else mixture.as_reader(model, ab, previous)
+        mixture.check_pair(ab, c)
+        model, _, valid = mixture.fit(ab, c, encoded["valid"], tasks, confidence)
+        result, ab_result, c_result = mixture.answers(model, test)
+        for t, cascade in zip(tasks, cascades):
+            rows = test.task == task_number(t)
+            cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
+                            for k, r in ((before, ab_result), (letter, c_result))})
+        runs[letter] = c.run
+        previous, before = c, before + letter
     scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     code = bench.commit()
@@ -215,12 +228,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="the bAbI folder, if not where the runs were trained")
     parser.add_argument("--confidence", action="store_true",
                         help="the gate also reads each reader's top probability (how sure it is of its answer)")
-    parser.add_argument("--then", type=Path, metavar="RUNS_C",
+    parser.add_argument("--then", type=Path, metavar="RUNS_C", action="append",
                         help="reader C's runs (memnet bench --runs): trained per task, a task whose mixture of A and B "
                              "is above --above on valid (cross-fitted) is mixed again with C, (A + B) + C; trained on "
-                             "the tasks together (--joint), every task is")
-    parser.add_argument("--then-config", metavar="PRESET",
-                        help="with --then: reader C's preset (memnet bench --config), which its runs must have trained")
+                             "the tasks together (--joint), every task is. Again for reader D, ((A + B) + C) + D, "
+                             "on the tasks still above, and so on")
+    parser.add_argument("--then-config", metavar="PRESET", action="append",
+                        help="with --then: reader C's preset (memnet bench --config), which its runs must have trained; "
+                             "one for each --then, in the same order")
     parser.add_argument("--first-set", type=integer(0), metavar="K",
                         help="mix only the seed sets K .. K + SETS - 1 (as memnet bench counts them; default: every set both hold)")
     parser.add_argument("--sets", type=integer(1), help="with --first-set: how many seed sets (default: 1)")
@@ -246,25 +261,30 @@ def run(args: argparse.Namespace) -> int:
     if not pairs:
         which = "" if last is None else f" among seed sets {args.first_set}-{last}"
         raise MemnetError(f"{args.a} and {args.b} hold no run of the same seed set (and task) both{which}")
-    then = None
-    if (args.then is None) != (args.then_config is None):
-        raise MemnetError("--then and --then-config: give both (reader C's runs and its preset) or neither")
-    if args.then is not None:
-        c = run_folders(args.then) if args.then.is_dir() and any(args.then.glob("set-*/**/model.pt")) else {}
-        then = Then(c, bench.load_preset(args.then_config), args.above)
+    thens, configs = args.then or [], args.then_config or []
+    if len(thens) != len(configs):
+        raise MemnetError(f"--then and --then-config: give both for each later reader (its runs and its preset), "
+                          f"found {len(thens)} --then and {len(configs)} --then-config")
+    if len(thens) > len(LATER):
+        raise MemnetError(f"--then: at most {len(LATER)} later readers, found {len(thens)}")
+    stages = []
+    for runs_c, preset in zip(thens, configs):
+        c = run_folders(runs_c) if runs_c.is_dir() and any(runs_c.glob("set-*/**/model.pt")) else {}
+        stages.append(Then(c, bench.load_preset(preset), args.above))
     path = args.out / bench.RECORDS
     done = [r for r in bench.read_records(path) if r["preset"] == args.name] if path.exists() else []
     args.out.mkdir(parents=True, exist_ok=True)
-    wanting: dict[int, list[int]] = {}  # seed set: the tasks that wait for reader C's run
+    wanting: dict[tuple[str, int], list[int]] = {}  # (reader, seed set): the tasks that wait for its run
     for k, task in pairs:
         what = f"set {k}" + (f" qa{task}" if task is not None else "")
         if any(r["set"] == k and task in (None, r["task"]) for r in done):
             print(f"{what}: recorded in {path}")
             continue
-        records = mix(a[k, task], b[k, task], args.data, args.confidence, then)
-        if records is None:
-            wanting.setdefault(k, []).append(task)
-            print(f"{what}: " + ("" if task is None else f"above {args.above:.0%} on valid: ") + "waits for reader C's run")
+        records = mix(a[k, task], b[k, task], args.data, args.confidence, stages)
+        if isinstance(records, str):  # the letter of the reader whose run it waits for
+            wanting.setdefault((records, k), []).append(task)
+            print(f"{what}: " + ("" if task is None else f"above {args.above:.0%} on valid: ")
+                  + f"waits for reader {records.upper()}'s run")
             continue
         records = [{**r, "preset": args.name} for r in records]
         for r in records:
@@ -273,12 +293,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{what}: mean test error {100 * statistics.fmean(errors):.2f}%, {sum(map(is_failed, errors))} "
               f"failed; valid {100 * statistics.fmean(r['valid_error'] for r in records):.2f}%, cross-fitted "
               f"{100 * statistics.fmean(r['crossfit_valid_error'] for r in records):.2f}%")
-    for k, tasks in wanting.items():
+    for (letter, k), tasks in wanting.items():
         trained = yaml.safe_load((a[k, tasks[0]] / "config.yaml").read_text(encoding="utf-8"))["data"]
         which = f"--joint --tasks {trained['task']}" if tasks == [None] else f"--tasks {','.join(map(str, tasks))}"
-        print(f"set {k}: train reader C on these tasks, then run this again: memnet bench --config {args.then_config} "
-              f"{which} --sets 1 --first-set {k} --data {args.data or trained['dir']} "
-              f"--runs {args.then.parent} --out {args.out / 'reader-c'}")
+        i = LATER.index(letter)
+        print(f"set {k}: train reader {letter.upper()} on these tasks, then run this again: memnet bench --config "
+              f"{configs[i]} {which} --sets 1 --first-set {k} --data {args.data or trained['dir']} "
+              f"--runs {thens[i].parent} --out {args.out / f'reader-{letter}'}")
     print(f"the table: memnet bench --table {path}")
     return 0
 

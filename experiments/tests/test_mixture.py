@@ -144,8 +144,29 @@ def test_a_cascade_is_cross_fitted_with_its_inner_gate_fitted_on_the_other_half_
     c = confident(torch.zeros(n, dtype=torch.bool), answer)  # reader C: always wrong
     tasks, outer = torch.ones(n, dtype=torch.long), torch.ones(n, 1)
     assert mixture.crossfit_wrong(outer, fitted, c, answer, tasks).float().mean() < 0.05
-    honest = mixture.crossfit_wrong(outer, fitted, c, answer, tasks, inner=(x, a, b))
+    honest = mixture.crossfit_wrong(outer, fitted, c, answer, tasks, inner=[(x, a, b)])
     assert 0.35 < honest.float().mean() < 0.65
+
+
+def test_a_cascade_of_three_gates_refits_both_inner_gates_on_the_other_half():
+    """Reader A a cascade, (A ⊕ B) ⊕ C, whose innermost gate learnt the valid questions one by
+    one: taken as fitted, ((A ⊕ B) ⊕ C) ⊕ D looks right everywhere; with both inner gates fitted
+    on the other half too, about half are wrong."""
+    n = 200
+    g = torch.Generator().manual_seed(3)
+    right_a = torch.rand(n, generator=g) < 0.5
+    x = torch.eye(n)
+    answer = torch.randint(3, (n,), generator=g)
+    a, b = confident(right_a, answer), confident(~right_a, answer)
+    never = confident(torch.zeros(n, dtype=torch.bool), answer)  # readers C and D: always wrong
+    tasks, outer = torch.ones(n, dtype=torch.long), torch.ones(n, 1)
+    ab = mixture.Gate(n).fit(x, a, b, answer, steps=300, lr=0.5, l2=0.0).mix(x, a, b)
+    abc = mixture.Gate(1).fit(outer, ab, never, answer).mix(outer, ab, never)
+    assert mixture.crossfit_wrong(outer, abc, never, answer, tasks).float().mean() < 0.05
+    # the outer inner gate alone refitted, over A ⊕ B as fitted: still right everywhere
+    assert mixture.crossfit_wrong(outer, abc, never, answer, tasks, inner=[(outer, ab, never)]).float().mean() < 0.05
+    honest = mixture.crossfit_wrong(outer, abc, never, answer, tasks, inner=[(x, a, b), (outer, never)])
+    assert honest.float().mean() > 0.35
 
 
 @pytest.fixture(scope="module")
@@ -401,6 +422,51 @@ def test_a_cascade_mixes_the_mixture_with_reader_c_where_it_is_above_the_thresho
     [two] = [json.loads(line) for line in (tmp_path / "plain" / "records.jsonl").read_text().splitlines()]
     assert low["test_error"] == two["test_error"] and "c" not in low["readers"] and "cascade" not in two
     assert low["preset_hash"] != two["preset_hash"] != r["preset_hash"] != low["preset_hash"]
+
+
+def test_a_second_then_mixes_a_fourth_reader_where_the_cascade_is_still_above(three_per_task, tmp_path):
+    """--then twice: a task above --above after (A + B) + C waits for reader D's run, then is
+    ((A + B) + C) + D, every gate fitted on valid; its record holds the three-reader cascade's
+    test error, which the cascade alone records as its own, and D's alone."""
+    root, pairs = three_per_task
+    items = tmp_path / "items.yaml"
+    items.write_text("model:\n  type: items\n  dim: 8\n  hidden: 8\ntrain:\n  epochs: 1\n")
+    runs_d = tmp_path / "items"
+    three = [str(root / "mn"), str(root / "words"), "--then", str(root / "pairs"), "--then-config", str(pairs)]
+    four = [*three, "--then", str(runs_d), "--then-config", str(items)]
+    waits = mix_readers(*four, "--above", "-1", "--out", str(tmp_path / "four"))
+    assert waits.returncode == 0, waits.stderr
+    assert "set 0 qa19: above -100% on valid: waits for reader D's run" in waits.stdout
+    assert "train reader D on these tasks" in waits.stdout and f"--runs {tmp_path}" in waits.stdout
+    assert f"--out {tmp_path / 'four' / 'reader-d'}" in waits.stdout
+    assert not (tmp_path / "four" / "records.jsonl").exists()
+    assert main(["train", "--data", str(root / "data"), "--task", "19", "--out", str(runs_d / "set-0" / "qa19"),
+                 "--quiet", "--config", str(items)]) == 0
+    done = mix_readers(*four, "--above", "-1", "--out", str(tmp_path / "four"))
+    alone = mix_readers(*three, "--above", "-1", "--out", str(tmp_path / "three"))
+    assert done.returncode == alone.returncode == 0, done.stderr + alone.stderr
+    [r] = [json.loads(line) for line in (tmp_path / "four" / "records.jsonl").read_text().splitlines()]
+    [c] = [json.loads(line) for line in (tmp_path / "three" / "records.jsonl").read_text().splitlines()]
+    assert r["readers"]["d"]["run"] == str(runs_d / "set-0" / "qa19") and set(r["readers"]) == {"a", "b", "c", "d"}
+    assert set(r["cascade"]) == {"above", "crossfit_valid_error_ab", "test_error_ab", "test_error_c",
+                                 "crossfit_valid_error_abc", "test_error_abc", "test_error_d"}
+    assert r["cascade"]["test_error_abc"] == c["test_error"] and r["cascade"]["test_error_c"] == c["cascade"]["test_error_c"]
+    assert r["cascade"]["crossfit_valid_error_abc"] == c["crossfit_valid_error"] and r["preset_hash"] != c["preset_hash"]
+    a, b = mixture.load_pair(root / "mn" / "set-0" / "qa19", root / "words" / "set-0" / "qa19")
+    reader_c, reader_d = (mixture.load_reader(p / "set-0" / "qa19") for p in (root / "pairs", runs_d))
+    cfg = a.cfg
+    splits = read_splits(cfg.data.dir, [19], cfg.data.valid_fraction)
+    valid, test = (encode_tasks(splits[s], a.vocab, cfg.data.memory_size) for s in ("valid", "test"))
+    ab, _, _ = mixture.fit(a, b, valid, [19])
+    abc, _, _ = mixture.fit(mixture.as_reader(ab, a, b), reader_c, valid, [19])
+    abcd, _, rows = mixture.fit(mixture.as_reader(abc, mixture.as_reader(ab, a, b), reader_c), reader_d, valid, [19])
+    wrong = (predict(abcd, test).logits.argmax(-1) != test.answer).float().mean()
+    assert math.isclose(r["test_error"], float(wrong), abs_tol=1e-6)
+    assert r["crossfit_valid_error"] == round(rows[0]["crossfit_valid_error"], 6)
+    below = mix_readers(*four, "--above", "1", "--out", str(tmp_path / "below"))  # no task above 100%
+    assert below.returncode == 0, below.stderr
+    [low] = [json.loads(line) for line in (tmp_path / "below" / "records.jsonl").read_text().splitlines()]
+    assert set(low["readers"]) == {"a", "b"} and low["test_error"] == r["cascade"]["test_error_ab"]
 
 
 def test_a_joint_cascade_mixes_the_one_model_with_reader_cs_joint_run_on_every_task(two_runs, tmp_path):
