@@ -46,8 +46,11 @@ def build_words(cfg: Config, vocab: Vocab):
 def build_items(cfg: Config, vocab: Vocab):
     from experiments.readers.items import ItemReader
     m = cfg.model
+    from experiments.readers.items import answer_items
+    items = answer_items(vocab.answers)[0]
     return ItemReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
-                      hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, dropout=m.dropout)
+                      hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, dropout=m.dropout,
+                      item_words=[vocab.stoi.get(w, 0) for w in items])
 
 
 def build_mixture(cfg: Config, vocab: Vocab):
