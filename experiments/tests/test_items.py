@@ -1,18 +1,17 @@
 """The item reader: the readers' contract (shapes, attention rows sum to one, padding gets none),
-an answer scored as the set of its items and the order of their reads, learning generated qa8's
+an answer scored as the set of its items and the order the story names them, learning generated qa8's
 lists, its config section and the CLI."""
-import json
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from memnet import babi, checkpoint, generator
-from memnet.cli import main
+from memnet import babi, generator
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.models import build_model
 from memnet.trainer import train
+from experiments.tests.conftest import through_the_cli
 from experiments.readers.items import ItemReader, answer_items
 
 
@@ -155,17 +154,5 @@ def test_its_config_section_is_its_own():
 
 
 def test_train_eval_and_inspect_cli(tmp_path, capsys):
-    data = tmp_path / "data"
-    generator.write_dataset(data, 8, train=60, test=20, seed=0)
-    run = tmp_path / "run"
-    assert main(["train", "--data", str(data), "--task", "8", "--out", str(run), "--quiet", "--config", "none",
-                 "--model.type=items", "--model.dim=8", "--train.epochs=1"]) == 0
-    capsys.readouterr()
-    model, cfg, _, _ = checkpoint.load(run / "model.pt")
+    model, cfg, _ = through_the_cli(tmp_path, capsys, 8, ["--model.type=items", "--model.dim=8"], steps=1)
     assert isinstance(model, ItemReader) and cfg.model.dim == 8
-    assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--json"]) == 0
-    metrics = json.loads(capsys.readouterr().out)
-    assert metrics["n"] == 20 and len(metrics["hop_accuracy"]) == 1
-    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--format", "json"]) == 0
-    table = json.loads(capsys.readouterr().out)
-    assert table["hops_used"] == 1 and len(table["attention"]) == 1

@@ -1,19 +1,18 @@
 """The pair reader: the readers' contract (shapes, attention rows sum to one, padding gets none),
 its answer as the pairs' mixture, answers by places, attention supervision on the pair of
 supporting facts, learning generated qa19's pairs, its config section and the CLI."""
-import json
 
 import pytest
 import torch
 
-from memnet import babi, checkpoint, generator
-from memnet.cli import main
+from memnet import babi, generator
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.errors import MemnetError
 from memnet.models import build_model
 from experiments.readers.pairs import NONE, PairReader, phrase_places
 from memnet.trainer import train
+from experiments.tests.conftest import through_the_cli
 
 
 def make(vocab, seed=10, supervision=0.0, **fields):
@@ -200,19 +199,7 @@ def test_its_config_section_is_its_own():
 
 
 def test_train_eval_and_inspect_cli(tmp_path, capsys):
-    data = tmp_path / "data"
-    generator.write_dataset(data, 19, train=60, test=20, seed=0)
-    run = tmp_path / "run"
-    assert main(["train", "--data", str(data), "--task", "19", "--out", str(run), "--quiet", "--config", "none",
-                 "--model.type=pairs", "--model.dim=8", "--train.epochs=1", "--train.attention_supervision=1"]) == 0
-    capsys.readouterr()
-    model, cfg, _, _ = checkpoint.load(run / "model.pt")
+    model, cfg, text = through_the_cli(tmp_path, capsys, 19, ["--model.type=pairs", "--model.dim=8",
+                                                              "--train.attention_supervision=1"], steps=2)
     assert isinstance(model, PairReader) and cfg.model.dim == 8 and cfg.train.attention_supervision == 1.0
-    assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--json"]) == 0
-    metrics = json.loads(capsys.readouterr().out)
-    assert metrics["n"] == 20 and len(metrics["hop_accuracy"]) == 2
-    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--format", "json"]) == 0
-    table = json.loads(capsys.readouterr().out)
-    assert table["hops_used"] == 2 and len(table["attention"]) == 2
-    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(data)]) == 0
-    assert "fact 1" in capsys.readouterr().out
+    assert "fact 1" in text

@@ -3,14 +3,12 @@ real memories, padding changes nothing), its masked BiGRU against torch's GRU, t
 depending on the order of the facts but on which fact names which thing (learning generated
 qa17), an ensemble of its restarts, its config section and the CLI."""
 import dataclasses
-import json
 
 import pytest
 import torch
 
 import memnet.trainer as train_module
 from memnet import babi, checkpoint, generator
-from memnet.cli import main
 from memnet.config import ConfigError, load
 from memnet.data import Vocab, encode_samples
 from memnet.evaluation import accuracy, evaluate
@@ -19,6 +17,7 @@ from experiments.readers.words import BiGRU, WordReader
 from memnet.report import describe
 from memnet.run import RunFolder
 from memnet.trainer import train
+from experiments.tests.conftest import through_the_cli
 
 
 def make(vocab, seed=10, **fields):
@@ -333,19 +332,6 @@ def test_its_config_section_is_its_own():
 
 
 def test_train_eval_and_inspect_cli(tmp_path, capsys):
-    data = tmp_path / "data"
-    generator.write_dataset(data, 17, train=60, test=20, seed=0)
-    run = tmp_path / "run"
-    assert main(["train", "--data", str(data), "--task", "17", "--out", str(run), "--quiet", "--config", "none",
-                 "--model.type=words", "--model.dim=8", "--train.epochs=1"]) == 0
-    capsys.readouterr()
-    model, cfg, _, _ = checkpoint.load(run / "model.pt")
+    model, cfg, text = through_the_cli(tmp_path, capsys, 17, ["--model.type=words", "--model.dim=8"], steps=1)
     assert isinstance(model, WordReader) and cfg.model.dim == 8
-    assert main(["eval", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--json"]) == 0
-    metrics = json.loads(capsys.readouterr().out)
-    assert metrics["n"] == 20 and len(metrics["hop_accuracy"]) == 1
-    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(data), "--format", "json"]) == 0
-    table = json.loads(capsys.readouterr().out)
-    assert table["hops_used"] == 1 and len(table["attention"]) == 1
-    assert main(["inspect", "--checkpoint", str(run / "model.pt"), "--data", str(data)]) == 0
-    assert "read 1" in capsys.readouterr().out
+    assert "read 1" in text
