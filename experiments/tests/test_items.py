@@ -1,6 +1,6 @@
 """The item reader: the readers' contract (shapes, attention rows sum to one, padding gets none),
-an answer scored as the set of its items and the order the story names them, learning generated qa8's
-lists, its config section and the CLI."""
+an answer scored as the set of its items and the order the story names them, learning generated
+qa8's lists, its config section and the CLI."""
 
 import pytest
 import torch
