@@ -137,7 +137,8 @@ class ItemReader(OwnDropout, nn.Module):
         loss = None
         if bool(answered.any()):
             loss = -(logits.gather(1, batch.answer.clamp(min=0)[:, None])[:, 0] * answered).sum()
-        return Result(logits=logits, attention=attention[:, None], hops_used=torch.ones(B, dtype=torch.long, device=y.device),
+        return Result(logits=logits, attention=attention[:, None],
+                      hops_used=torch.ones(B, dtype=torch.long, device=y.device),
                       halted=torch.zeros(B, dtype=torch.bool, device=y.device), hop_logits=logits[:, None],
                       halt_probs=logits.new_ones(B, 1), loss=loss)
 
@@ -146,5 +147,6 @@ class ItemReader(OwnDropout, nn.Module):
         M = batch.story.shape[1]
         real = torch.arange(M, device=batch.story.device) < batch.length[:, None]  # (B, M)
         words = self.item_words  # (K,)
-        named = (batch.story[:, None] == words[None, :, None, None]).any(-1) & real[:, None] & (words > 0)[None, :, None]
+        named = (batch.story[:, None] == words[None, :, None, None]).any(-1)  # (B, K, M)
+        named = named & real[:, None] & (words > 0)[None, :, None]
         return torch.where(named, batch.time[:, None], -1).amax(-1).float()  # (B, K)

@@ -100,10 +100,9 @@ def crossfit_wrong(x: Tensor, logp_a: Tensor, logp_b: Tensor, answer: Tensor, ta
     for part in (half, ~half):
         if inner:
             (xi, below, inner_b), *outer = inner
-            below = Gate(xi.shape[1]).fit(xi[~part], below[~part], inner_b[~part], answer[~part]).mix(xi, below, inner_b)
-            for xi, inner_b in outer:
-                below = Gate(xi.shape[1]).fit(xi[~part], below[~part], inner_b[~part], answer[~part]).mix(xi, below,
-                                                                                                          inner_b)
+            for xi, inner_b in [(xi, inner_b), *outer]:  # each gate over the mixture below it, refitted
+                gate = Gate(xi.shape[1]).fit(xi[~part], below[~part], inner_b[~part], answer[~part])
+                below = gate.mix(xi, below, inner_b)
             logp_a = below
         gate = Gate(x.shape[1]).fit(x[~part], logp_a[~part], logp_b[~part], answer[~part])
         wrong[part] = (gate.mix(x, logp_a, logp_b).argmax(-1) != answer)[part]

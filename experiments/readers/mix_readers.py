@@ -166,7 +166,8 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
             cascade["above"] = stages[0].above
     for letter, stage in zip(LATER, stages):
         # a joint model answers every task, so it takes C on every task: no threshold is read
-        hashed["then" if letter == "c" else f"then_{letter}"] = {"preset": stage.preset.hash} if joint else stage.hashed()
+        key = "then" if letter == "c" else f"then_{letter}"
+        hashed[key] = {"preset": stage.preset.hash} if joint else stage.hashed()
     before = "ab"  # the readers mixed so far
     for letter, stage in zip(LATER, stages):
         for cascade, v in zip(cascades, valid):
