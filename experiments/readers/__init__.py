@@ -46,7 +46,7 @@ def build_words(cfg: Config, vocab: Vocab):
 def build_items(cfg: Config, vocab: Vocab):
     from experiments.readers.items import ItemReader, answer_items
     m = cfg.model
-    items = answer_items(vocab.answers)[0]  # each item's word id, 0 where the vocabulary has no such word
+    items = answer_items(vocab.answers)[0]  # item_words: the id of each, 0 where the vocabulary has no such word
     return ItemReader(vocab_size=len(vocab), answers=vocab.answers, memory_size=cfg.data.memory_size, dim=m.dim,
                       hidden=m.hidden, max_words=m.max_words, temporal=m.temporal, dropout=m.dropout,
                       item_words=[vocab.stoi.get(w, 0) for w in items])
