@@ -134,14 +134,14 @@ def is_above(error: float, threshold: float) -> bool:
 
 
 def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool = False,
-        then: Then | list[Then] | None = None) -> list[dict[str, Any]] | str:
+        stages: list[Then] = ()) -> list[dict[str, Any]] | str:
     """Per task of the two readers' runs, a bench record of the mixture: its test error, its
     valid error (the gate fitted there) and cross-fitted valid error, each reader's test error alone.
-    With `then`, runs trained per task: a task whose cross-fitted valid error is above then.above
-    is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and task. Runs trained
-    on the tasks together: the one model is mixed with C's joint run of the seed set, on every
-    task. A list of them: C, then D on the tasks still above, and so on. Where a reader's run is
-    not there yet, its letter ('c', 'd', ...)."""
+    With `stages` (C, D, ...), runs trained per task: a task whose cross-fitted valid error is
+    above C's threshold is mixed again, (A ⊕ B) ⊕ C, with reader C's run of the same seed set and
+    task, then with D where that is still above, and so on. Runs trained on the tasks together:
+    the one model is mixed with C's joint run of the seed set, on every task. Where a reader's run
+    is not there yet, its letter ('c', 'd', ...)."""
     began = time.perf_counter()
     a, b = mixture.load_pair(run_a, run_b)
     tasks = babi.parse_tasks(a.cfg.data.task)
@@ -160,7 +160,6 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
     gate = {**GATE, "confidence": True} if confidence else GATE  # (a gate over the words alone: hashed as before)
     hashed = {"a": presets["a"].hash, "b": presets["b"].hash, "gate": gate}
     cascades, runs = [{} for _ in tasks], {"a": a.run, "b": b.run}  # per task: its record's "cascade"
-    stages = [] if then is None else [then] if isinstance(then, Then) else list(then)
     if stages and not joint:
         for cascade in cascades:
             cascade["above"] = stages[0].above
@@ -168,29 +167,29 @@ def mix(run_a: Path, run_b: Path, data_dir: Path | None = None, confidence: bool
         # a joint model answers every task, so it takes C on every task: no threshold is read
         key = "then" if letter == "c" else f"then_{letter}"
         hashed[key] = {"preset": stage.preset.hash} if joint else stage.hashed()
-    before = "ab"  # the readers mixed so far
+    before, inner = "ab", (a, b)  # the readers mixed so far, and the two that `model` mixes
     for letter, stage in zip(LATER, stages):
         for cascade, v in zip(cascades, valid):
             cascade[f"crossfit_valid_error_{before}"] = round(v["crossfit_valid_error"], 6)
         if not (joint or is_above(valid[0]["crossfit_valid_error"], stage.above)):
             break
-        run_c = stage.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
-        if run_c is None:
+        folder = stage.runs.get((a.cfg.train.seed // bench.SEED_STEP, None if joint else tasks[0]))
+        if folder is None:
             return letter
-        c = mixture.load_reader(run_c)
-        presets[letter] = bench.load_preset(str(run_c / "config.yaml"))
+        later = mixture.load_reader(folder)
+        presets[letter] = bench.load_preset(str(folder / "config.yaml"))
         if presets[letter].hash != stage.preset.hash:
-            raise MemnetError(f"{run_c}: trained with another preset than --then-config {stage.preset.name}")
-        ab = mixture.as_reader(model, a, b) if letter == "c" else mixture.as_reader(model, ab, previous)
-        mixture.check_pair(ab, c)
-        model, _, valid = mixture.fit(ab, c, encoded["valid"], tasks, confidence)
-        result, ab_result, c_result = mixture.answers(model, test)
+            raise MemnetError(f"{folder}: trained with another preset than --then-config {stage.preset.name}")
+        so_far = mixture.as_reader(model, *inner)
+        mixture.check_pair(so_far, later)
+        model, _, valid = mixture.fit(so_far, later, encoded["valid"], tasks, confidence)
+        result, so_far_result, later_result = mixture.answers(model, test)
         for t, cascade in zip(tasks, cascades):
             rows = test.task == task_number(t)
             cascade.update({f"test_error_{k}": round(mixture.error(r.logits, test.answer, rows), 6)
-                            for k, r in ((before, ab_result), (letter, c_result))})
-        runs[letter] = c.run
-        previous, before = c, before + letter
+                            for k, r in ((before, so_far_result), (letter, later_result))})
+        runs[letter] = later.run
+        before, inner = before + letter, (so_far, later)
     scored = metrics(result, test)["tasks"]  # A's attention, hop by hop
     digest = hashlib.sha256(json.dumps(hashed, sort_keys=True).encode()).hexdigest()
     code = bench.commit()
